@@ -1,0 +1,28 @@
+// Package v1alpha1 holds the deprecated agents.x-k8s.io/v1alpha1 Sandbox API that older
+// repositories and much of the documentation still use (spec.replicas instead of
+// spec.operatingMode). Nothing renders from these types directly: package convert turns them into
+// v1beta1 once, at the edge.
+//
+// The version is generated into the CRD unserved: its schema is kept so that render can apply
+// the same defaults the API server would, but this project runs no conversion webhook, so the
+// API server must not serve it (a deliberate deviation, listed in the README).
+//
+// +kubebuilder:object:generate=true
+// +groupName=agents.x-k8s.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion identifies this API.
+	GroupVersion = schema.GroupVersion{Group: "agents.x-k8s.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the types of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

@@ -1,0 +1,69 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SandboxWarmPoolSpec is the v1alpha1 pool: replicas is required and has no default.
+type SandboxWarmPoolSpec struct {
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+	// +required
+	TemplateRef SandboxTemplateRef `json:"sandboxTemplateRef,omitempty"`
+	// +optional
+	UpdateStrategy *SandboxWarmPoolUpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// SandboxWarmPoolUpdateStrategyType says when stale pool members are replaced.
+// +kubebuilder:validation:Enum=Recreate;OnReplenish
+type SandboxWarmPoolUpdateStrategyType string
+
+// SandboxWarmPoolUpdateStrategy configures how template changes reach pool members.
+type SandboxWarmPoolUpdateStrategy struct {
+	// +kubebuilder:default=OnReplenish
+	// +optional
+	Type SandboxWarmPoolUpdateStrategyType `json:"type,omitempty"`
+}
+
+// SandboxWarmPoolStatus is the observed state of a pool.
+type SandboxWarmPoolStatus struct {
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// +optional
+	Selector string `json:"selector,omitempty"`
+}
+
+// SandboxWarmPool is the deprecated v1alpha1 form of a SandboxWarmPool.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:scope=Namespaced,shortName=swp
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:unservedversion
+// +kubebuilder:deprecatedversion:warning="extensions.agents.x-k8s.io/v1alpha1 SandboxWarmPool is deprecated; use extensions.agents.x-k8s.io/v1beta1 SandboxWarmPool instead"
+type SandboxWarmPool struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	// +required
+	Spec SandboxWarmPoolSpec `json:"spec"`
+	// +optional
+	Status SandboxWarmPoolStatus `json:"status,omitempty"`
+}
+
+// SandboxWarmPoolList is a list of v1alpha1 SandboxWarmPools.
+// +kubebuilder:object:root=true
+type SandboxWarmPoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SandboxWarmPool `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SandboxWarmPool{}, &SandboxWarmPoolList{})
+}
