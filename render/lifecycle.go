@@ -1,0 +1,184 @@
+package render
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+)
+
+// ExpiryStep is where a Sandbox stands in upstream's two-pass expiry protocol.
+type ExpiryStep int
+
+const (
+	// NotExpired: reconcile normally.
+	NotExpired ExpiryStep = iota
+	// MarkExpired: the first expired pass only writes Ready=False/SandboxExpired (see
+	// MarkExpiredStatus) and comes back at once.
+	MarkExpired
+	// CleanUp: the Sandbox was marked; delete the owned Pod and Service, then either delete the
+	// Sandbox (shutdownPolicy Delete) or keep it with a stripped status (RetainExpiredStatus).
+	CleanUp
+)
+
+// ExpiryDecision is what the controller does about shutdownTime in this pass.
+type ExpiryDecision struct {
+	Step ExpiryStep
+	// DeleteSandbox is set on CleanUp when shutdownPolicy is Delete.
+	DeleteSandbox bool
+	// RequeueAfter is when to look again: at shutdownTime (but not sooner than 2s) while not
+	// expired, and 1ms after marking.
+	RequeueAfter time.Duration
+}
+
+// Expiry decides, given the time, what upstream's expiry check does with sb.
+func Expiry(sb *agentsv1beta1.Sandbox, now time.Time) ExpiryDecision {
+	if sb.Spec.ShutdownTime == nil {
+		return ExpiryDecision{Step: NotExpired}
+	}
+	if !Expired(sb, now) {
+		return ExpiryDecision{Step: NotExpired, RequeueAfter: max(sb.Spec.ShutdownTime.Sub(now), 2*time.Second)}
+	}
+	if !markedExpired(sb) {
+		return ExpiryDecision{Step: MarkExpired, RequeueAfter: time.Millisecond}
+	}
+	p := sb.Spec.ShutdownPolicy
+	return ExpiryDecision{Step: CleanUp, DeleteSandbox: p != nil && *p == agentsv1beta1.ShutdownPolicyDelete}
+}
+
+func markedExpired(sb *agentsv1beta1.Sandbox) bool {
+	c := meta.FindStatusCondition(sb.Status.Conditions, agentsv1beta1.ConditionReady)
+	return c != nil && c.Reason == agentsv1beta1.ReasonSandboxExpired
+}
+
+// MarkExpiredStatus is the status of the first expired pass: everything kept, Ready set to
+// SandboxExpired, PodScheduled dropped (the Pod is about to go), Finished kept.
+func MarkExpiredStatus(sb *agentsv1beta1.Sandbox, now metav1.Time) agentsv1beta1.SandboxStatus {
+	st := *sb.Status.DeepCopy()
+	markExpired(&st, sb.Generation, now)
+	return st
+}
+
+// RetainExpiredStatus is the status of a Retain-expired Sandbox once its Pod and Service are
+// deleted: only the conditions survive (the Service fields, selector, podIPs and nodeName go), and
+// Ready is SandboxExpired.
+func RetainExpiredStatus(sb *agentsv1beta1.Sandbox, now metav1.Time) agentsv1beta1.SandboxStatus {
+	st := agentsv1beta1.SandboxStatus{Conditions: sb.Status.DeepCopy().Conditions}
+	setExpiredReady(&st, sb.Generation, now)
+	return st
+}
+
+func markExpired(st *agentsv1beta1.SandboxStatus, generation int64, now metav1.Time) {
+	setExpiredReady(st, generation, now)
+	meta.RemoveStatusCondition(&st.Conditions, agentsv1beta1.ConditionPodScheduled)
+}
+
+func setExpiredReady(st *agentsv1beta1.SandboxStatus, generation int64, now metav1.Time) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type:               agentsv1beta1.ConditionReady,
+		Status:             metav1.ConditionFalse,
+		ObservedGeneration: generation,
+		LastTransitionTime: now,
+		Reason:             agentsv1beta1.ReasonSandboxExpired,
+		Message:            "Sandbox has expired",
+	})
+}
+
+// ChildAction is what the controller does with one observed child of a Sandbox.
+type ChildAction int
+
+const (
+	// ActionNone leaves the object as it is.
+	ActionNone ChildAction = iota
+	// ActionCreate creates the rendered object.
+	ActionCreate
+	// ActionUpdate brings an owned object to the rendered state (for a Pod: metadata only).
+	ActionUpdate
+	// ActionAdopt sets the controller reference on an unowned object, then updates it.
+	ActionAdopt
+	// ActionDelete deletes an owned object.
+	ActionDelete
+)
+
+// PodAction decides what happens to the Sandbox's Pod given the Pod observed under its name (nil
+// if none). Running: create a missing Pod, sync an owned one, adopt an unowned one that carries
+// the adoptable or name-hash label, refuse anything else with upstream's error. Suspended: delete
+// an owned Pod that is not already terminating; never touch a Pod that is not ours.
+func PodAction(sb *agentsv1beta1.Sandbox, pod metav1.Object) (ChildAction, error) {
+	suspended := sb.Spec.OperatingMode == agentsv1beta1.SandboxOperatingModeSuspended
+	if pod == nil {
+		if suspended {
+			return ActionNone, nil
+		}
+		return ActionCreate, nil
+	}
+	own := OwnershipOf(pod, sb)
+	if suspended {
+		if own == OwnedBySandbox && pod.GetDeletionTimestamp() == nil {
+			return ActionDelete, nil
+		}
+		return ActionNone, nil
+	}
+	return existingChildAction("pod", pod, sb, own)
+}
+
+// PVCAction decides what happens to one PVC of the Sandbox: create it when missing, never
+// update an owned one, adopt an unowned one under the adoption rules, refuse a foreign one.
+func PVCAction(sb *agentsv1beta1.Sandbox, pvc metav1.Object) (ChildAction, error) {
+	if pvc == nil {
+		return ActionCreate, nil
+	}
+	own := OwnershipOf(pvc, sb)
+	if own == OwnedBySandbox {
+		return ActionNone, nil
+	}
+	return existingChildAction("PVC", pvc, sb, own)
+}
+
+// ServiceAction decides what happens to the Sandbox's headless Service (§2.6 of the upstream
+// spec): true creates, fixes and adopts; unset keeps an owned Service and ignores an unowned one;
+// false deletes an owned one. An unowned Service is only adopted when headless.
+func ServiceAction(sb *agentsv1beta1.Sandbox, svc metav1.Object, clusterIP string) (ChildAction, error) {
+	mode := serviceMode(sb.Spec.Service)
+	if svc == nil {
+		if mode == ServiceApply {
+			return ActionCreate, nil
+		}
+		return ActionNone, nil
+	}
+	own := OwnershipOf(svc, sb)
+	switch {
+	case mode == ServiceDelete && own == OwnedBySandbox:
+		return ActionDelete, nil
+	case mode == ServiceDelete:
+		return ActionNone, nil
+	case own == OwnedBySandbox:
+		return ActionUpdate, nil
+	case own == Unowned && mode == ServiceKeep:
+		return ActionNone, nil
+	}
+	action, err := existingChildAction("service", svc, sb, own)
+	if err == nil && action == ActionAdopt && clusterIP != "None" && clusterIP != "" {
+		return ActionNone, fmt.Errorf("cannot adopt service %q: ClusterIP is %q (expected %q, field is immutable)", svc.GetName(), clusterIP, "None")
+	}
+	return action, err
+}
+
+func existingChildAction(what string, obj metav1.Object, sb *agentsv1beta1.Sandbox, own Ownership) (ChildAction, error) {
+	switch own {
+	case OwnedBySandbox:
+		return ActionUpdate, nil
+	case OwnedByOther:
+		ref := metav1.GetControllerOfNoCopy(obj)
+		return ActionNone, fmt.Errorf("%s %q is owned by %s/%s (UID: %s), not by sandbox %q",
+			what, obj.GetName(), ref.Kind, ref.Name, ref.UID, sb.Name)
+	}
+	if !CanAdopt(obj, sb) {
+		return ActionNone, fmt.Errorf("cannot adopt unowned %s %q: missing required pool authorization label (%q) or sandbox tracking label (%q)",
+			what, obj.GetName(), agentsv1beta1.SandboxAdoptableLabel, agentsv1beta1.SandboxNameHashLabel)
+	}
+	return ActionAdopt, nil
+}

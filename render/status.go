@@ -1,0 +1,260 @@
+package render
+
+import (
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+)
+
+// Observation is what a controller saw in one pass over a Sandbox. Status is a pure function of
+// it, the Sandbox and the time.
+type Observation struct {
+	// Pod is the Pod found for the Sandbox after this pass's writes (owned or not), nil if none.
+	Pod *corev1.Pod
+	// PodUnknown is true when looking the Pod up failed, so a nil Pod proves nothing.
+	PodUnknown bool
+	// Service is the Service in play for the Sandbox (see ServiceInPlay), nil if none.
+	Service *corev1.Service
+	// Err is the error of this pass, if any; it becomes the Ready condition.
+	Err error
+	// MultiplePods is set when Err is the ambiguous-Pod error (Ready reason MultiplePods).
+	MultiplePods bool
+}
+
+// MultiplePodsMessage is upstream's error when more than one Pod claims to be a Sandbox's.
+func MultiplePodsMessage(n int) string {
+	return "multiple Pods (" + strconv.Itoa(n) + ") are controlled by this Sandbox; refusing to choose or create a Pod"
+}
+
+// ActiveStatus is the status upstream writes after a normal (not yet expiring) pass: the previous
+// status with podIPs, nodeName, selector and the Service fields brought up to date, and the
+// conditions set in upstream's order (Suspended, Finished, PodScheduled, Ready) with
+// meta.SetStatusCondition, so their order in the list is insertion order, as upstream's is. If
+// the Sandbox has expired by now, the pass ends by marking it expired, as upstream's does.
+func ActiveStatus(sb *agentsv1beta1.Sandbox, obs Observation, now metav1.Time, opts Options) agentsv1beta1.SandboxStatus {
+	st := *sb.Status.DeepCopy()
+	hash := NameHash(sb.Name)
+	owned := obs.Pod != nil && OwnershipOf(obs.Pod, sb) == OwnedBySandbox
+
+	if obs.Pod == nil {
+		st.PodIPs, st.NodeName = nil, ""
+	} else {
+		// Never cleared when the Pod goes away; only a Retain expiry wipes it.
+		st.LabelSelector = agentsv1beta1.SandboxNameHashLabel + "=" + hash
+		st.PodIPs, st.NodeName = nil, ""
+		if owned {
+			st.PodIPs = podIPs(obs.Pod)
+			st.NodeName = obs.Pod.Spec.NodeName
+		}
+	}
+	if !obs.MultiplePods {
+		// With an ambiguous Pod upstream leaves the Service, and the Service status, alone.
+		if obs.Service != nil {
+			st.Service = obs.Service.Name
+			st.ServiceFQDN = obs.Service.Name + "." + sb.Namespace + ".svc." + opts.clusterDomain()
+		} else {
+			st.Service, st.ServiceFQDN = "", ""
+		}
+	}
+
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = sb.Generation
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	set(suspendedCondition(sb, obs, owned))
+	if c := finishedCondition(obs, owned); c != nil {
+		set(*c)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, agentsv1beta1.ConditionFinished)
+	}
+	if c := podScheduledCondition(obs, owned); c != nil {
+		set(*c)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, agentsv1beta1.ConditionPodScheduled)
+	}
+	set(readyCondition(sb, obs))
+
+	if Expired(sb, now.Time) {
+		markExpired(&st, sb.Generation, now)
+	}
+	return st
+}
+
+func podIPs(pod *corev1.Pod) []string {
+	if len(pod.Status.PodIPs) == 0 {
+		return nil
+	}
+	ips := make([]string, len(pod.Status.PodIPs))
+	for i, ip := range pod.Status.PodIPs {
+		ips[i] = ip.IP
+	}
+	return ips
+}
+
+func suspendedCondition(sb *agentsv1beta1.Sandbox, obs Observation, owned bool) metav1.Condition {
+	c := metav1.Condition{
+		Type:    agentsv1beta1.ConditionSuspended,
+		Status:  metav1.ConditionFalse,
+		Reason:  agentsv1beta1.ReasonNotSuspended,
+		Message: "Sandbox is not suspended",
+	}
+	if sb.Spec.OperatingMode != agentsv1beta1.SandboxOperatingModeSuspended {
+		return c
+	}
+	switch {
+	case obs.Pod == nil && obs.PodUnknown:
+		c.Status = metav1.ConditionUnknown
+		c.Reason = agentsv1beta1.ReasonSuspendedPodStateUnknown
+		c.Message = "Pod state is unknown. Sandbox suspension cannot be confirmed"
+	case obs.Pod == nil:
+		c.Status = metav1.ConditionTrue
+		c.Reason = agentsv1beta1.ReasonSuspendedPodTerminated
+		c.Message = "Pod has been terminated. Sandbox is suspended"
+	case !owned:
+		c.Reason = agentsv1beta1.ReasonSuspendedPodNotOwned
+		c.Message = "Refused to delete pod because it is not owned by this sandbox"
+	default:
+		c.Reason = agentsv1beta1.ReasonSuspendedPodTerminating
+		c.Message = "Pod is terminating. Sandbox is suspending"
+	}
+	return c
+}
+
+func finishedCondition(obs Observation, owned bool) *metav1.Condition {
+	if !owned {
+		return nil
+	}
+	switch obs.Pod.Status.Phase {
+	case corev1.PodSucceeded:
+		return &metav1.Condition{Type: agentsv1beta1.ConditionFinished, Status: metav1.ConditionTrue,
+			Reason: agentsv1beta1.ReasonPodSucceeded, Message: "Pod completed successfully"}
+	case corev1.PodFailed:
+		return &metav1.Condition{Type: agentsv1beta1.ConditionFinished, Status: metav1.ConditionTrue,
+			Reason: agentsv1beta1.ReasonPodFailed, Message: "Pod failed"}
+	}
+	return nil
+}
+
+func podScheduledCondition(obs Observation, owned bool) *metav1.Condition {
+	c := &metav1.Condition{Type: agentsv1beta1.ConditionPodScheduled}
+	if obs.Pod == nil && obs.PodUnknown {
+		c.Status = metav1.ConditionUnknown
+		c.Reason = agentsv1beta1.ReasonPodSchedulingUnknown
+		c.Message = "Pod state is unknown. Pod scheduling cannot be determined"
+		return c
+	}
+	if !owned {
+		return nil
+	}
+	for _, pc := range obs.Pod.Status.Conditions {
+		if pc.Type != corev1.PodScheduled {
+			continue
+		}
+		c.Status = metav1.ConditionStatus(pc.Status)
+		c.Reason = pc.Reason
+		c.Message = pc.Message
+		if c.Reason == "" {
+			if c.Status == metav1.ConditionTrue {
+				c.Reason = agentsv1beta1.ReasonPodScheduled
+			} else {
+				c.Reason = agentsv1beta1.ReasonPodSchedulingUnknown
+			}
+		}
+		return c
+	}
+	c.Status = metav1.ConditionUnknown
+	c.Reason = agentsv1beta1.ReasonPodSchedulingUnknown
+	c.Message = "Pod has not reported a PodScheduled condition yet"
+	return c
+}
+
+func readyCondition(sb *agentsv1beta1.Sandbox, obs Observation) metav1.Condition {
+	c := metav1.Condition{
+		Type:   agentsv1beta1.ConditionReady,
+		Status: metav1.ConditionFalse,
+		Reason: agentsv1beta1.ReasonDependenciesNotReady,
+	}
+	if obs.Err != nil {
+		if obs.MultiplePods {
+			c.Reason = agentsv1beta1.ReasonMultiplePods
+			c.Message = obs.Err.Error()
+		} else {
+			c.Reason = agentsv1beta1.ReasonReconcilerError
+			c.Message = "Error seen: " + obs.Err.Error()
+		}
+		return c
+	}
+	pod := obs.Pod
+	if sb.Spec.OperatingMode == agentsv1beta1.SandboxOperatingModeSuspended {
+		c.Reason = agentsv1beta1.ReasonSandboxSuspended
+		c.Message = "Sandbox is suspended"
+		if pod != nil {
+			c.Message = "Sandbox is suspending"
+		}
+		return c
+	}
+	if pod != nil {
+		switch pod.Status.Phase {
+		case corev1.PodSucceeded:
+			c.Reason, c.Message = agentsv1beta1.ReasonPodSucceeded, "Pod completed successfully"
+			return c
+		case corev1.PodFailed:
+			c.Reason, c.Message = agentsv1beta1.ReasonPodFailed, "Pod failed"
+			return c
+		}
+	}
+
+	message := "Pod does not exist"
+	podReady := false
+	if pod != nil {
+		message = "Pod exists with phase: " + string(pod.Status.Phase)
+		if pod.Status.Phase == corev1.PodRunning {
+			message = "Pod is Running but not Ready"
+			for _, pc := range pod.Status.Conditions {
+				if pc.Type != corev1.PodReady {
+					continue
+				}
+				if pc.Status == corev1.ConditionTrue {
+					if len(pod.Status.PodIPs) == 0 {
+						message = "Pod is Ready but has no podIPs yet"
+					} else {
+						message = "Pod is Ready"
+						podReady = true
+					}
+				}
+				break
+			}
+		}
+	}
+	// A nil spec.service still requires a Service that exists (upstream's back-compat rule).
+	svcRequired := obs.Service != nil
+	if sb.Spec.Service != nil {
+		svcRequired = *sb.Spec.Service
+	}
+	svcReady := true
+	if svcRequired {
+		if obs.Service != nil {
+			message += "; Service Exists"
+		} else {
+			message += "; Service does not exist"
+			svcReady = false
+		}
+	}
+	c.Message = message
+	if podReady && svcReady {
+		c.Status = metav1.ConditionTrue
+		c.Reason = agentsv1beta1.ReasonDependenciesReady
+	}
+	return c
+}
+
+// Expired reports whether the Sandbox's shutdownTime has come.
+func Expired(sb *agentsv1beta1.Sandbox, now time.Time) bool {
+	return sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time)
+}

@@ -1,0 +1,85 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+)
+
+// InvalidError is returned for input that cannot be rendered. It names the object and carries
+// every field error found, so a user can fix all of them from one run.
+type InvalidError struct {
+	Kind, Namespace, Name string
+	Errs                  field.ErrorList
+}
+
+// Object names the offending object the way kubectl does: Kind namespace/name.
+func (e *InvalidError) Object() string {
+	if e.Namespace == "" {
+		return e.Kind + " " + e.Name
+	}
+	return e.Kind + " " + e.Namespace + "/" + e.Name
+}
+
+func (e *InvalidError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, fe := range e.Errs {
+		msgs[i] = fe.Error()
+	}
+	return e.Object() + ": " + strings.Join(msgs, "; ")
+}
+
+// ValidateSandbox checks what upstream's CRD does not, but what would make the children
+// impossible to create: a Service named after a Sandbox whose name is not a DNS-1035 label, PVC
+// names that are invalid or too long, volume claim templates without a name or with the same
+// name, and values outside the enums (for input that never went through an API server).
+func ValidateSandbox(sb *agentsv1beta1.Sandbox) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+
+	if len(sb.Spec.PodTemplate.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(spec.Child("podTemplate", "spec", "containers"), "a Sandbox needs at least one container"))
+	}
+	if sb.Spec.Service != nil && *sb.Spec.Service {
+		for _, msg := range validation.IsDNS1035Label(sb.Name) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), sb.Name,
+				"spec.service is true, so the Sandbox name is also the Service name: "+msg))
+		}
+	}
+	seen := map[string]int{}
+	for i := range sb.Spec.VolumeClaimTemplates {
+		p := spec.Child("volumeClaimTemplates").Index(i).Child("metadata", "name")
+		name := sb.Spec.VolumeClaimTemplates[i].Name
+		if name == "" {
+			errs = append(errs, field.Required(p, "the name of the pod volume and the first part of the PVC name"))
+			continue
+		}
+		if j, dup := seen[name]; dup {
+			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s (also spec.volumeClaimTemplates[%d])", name, j)))
+			continue
+		}
+		seen[name] = i
+		pvc := PVCName(name, sb.Name)
+		for _, msg := range validation.IsDNS1123Subdomain(pvc) {
+			errs = append(errs, field.Invalid(p, name, fmt.Sprintf("PVC name %q: %s", pvc, msg)))
+		}
+		for _, msg := range validation.IsDNS1123Label(name) {
+			errs = append(errs, field.Invalid(p, name, "pod volume name: "+msg))
+		}
+	}
+	switch sb.Spec.OperatingMode {
+	case "", agentsv1beta1.SandboxOperatingModeRunning, agentsv1beta1.SandboxOperatingModeSuspended:
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("operatingMode"), sb.Spec.OperatingMode,
+			[]agentsv1beta1.SandboxOperatingMode{agentsv1beta1.SandboxOperatingModeRunning, agentsv1beta1.SandboxOperatingModeSuspended}))
+	}
+	if p := sb.Spec.ShutdownPolicy; p != nil && *p != agentsv1beta1.ShutdownPolicyDelete && *p != agentsv1beta1.ShutdownPolicyRetain {
+		errs = append(errs, field.NotSupported(spec.Child("shutdownPolicy"), *p,
+			[]agentsv1beta1.ShutdownPolicy{agentsv1beta1.ShutdownPolicyDelete, agentsv1beta1.ShutdownPolicyRetain}))
+	}
+	return errs
+}
