@@ -11,27 +11,27 @@ import (
 )
 
 // ExpiryStep is where a Sandbox stands in upstream's two-pass expiry protocol.
-type ExpiryStep int
+type ExpiryStep string
 
 const (
 	// NotExpired: reconcile normally.
-	NotExpired ExpiryStep = iota
+	NotExpired ExpiryStep = "NotExpired"
 	// MarkExpired: the first expired pass only writes Ready=False/SandboxExpired (see
 	// MarkExpiredStatus) and comes back at once.
-	MarkExpired
+	MarkExpired ExpiryStep = "MarkExpired"
 	// CleanUp: the Sandbox was marked; delete the owned Pod and Service, then either delete the
 	// Sandbox (shutdownPolicy Delete) or keep it with a stripped status (RetainExpiredStatus).
-	CleanUp
+	CleanUp ExpiryStep = "CleanUp"
 )
 
 // ExpiryDecision is what the controller does about shutdownTime in this pass.
 type ExpiryDecision struct {
-	Step ExpiryStep
+	Step ExpiryStep `json:"step"`
 	// DeleteSandbox is set on CleanUp when shutdownPolicy is Delete.
-	DeleteSandbox bool
+	DeleteSandbox bool `json:"deleteSandbox,omitempty"`
 	// RequeueAfter is when to look again: at shutdownTime (but not sooner than 2s) while not
 	// expired, and 1ms after marking.
-	RequeueAfter time.Duration
+	RequeueAfter metav1.Duration `json:"requeueAfter,omitempty"`
 }
 
 // Expiry decides, given the time, what upstream's expiry check does with sb.
@@ -40,10 +40,10 @@ func Expiry(sb *agentsv1beta1.Sandbox, now time.Time) ExpiryDecision {
 		return ExpiryDecision{Step: NotExpired}
 	}
 	if !Expired(sb, now) {
-		return ExpiryDecision{Step: NotExpired, RequeueAfter: max(sb.Spec.ShutdownTime.Sub(now), 2*time.Second)}
+		return ExpiryDecision{Step: NotExpired, RequeueAfter: metav1.Duration{Duration: max(sb.Spec.ShutdownTime.Sub(now), 2*time.Second)}}
 	}
 	if !markedExpired(sb) {
-		return ExpiryDecision{Step: MarkExpired, RequeueAfter: time.Millisecond}
+		return ExpiryDecision{Step: MarkExpired, RequeueAfter: metav1.Duration{Duration: time.Millisecond}}
 	}
 	p := sb.Spec.ShutdownPolicy
 	return ExpiryDecision{Step: CleanUp, DeleteSandbox: p != nil && *p == agentsv1beta1.ShutdownPolicyDelete}
@@ -88,19 +88,19 @@ func setExpiredReady(st *agentsv1beta1.SandboxStatus, generation int64, now meta
 }
 
 // ChildAction is what the controller does with one observed child of a Sandbox.
-type ChildAction int
+type ChildAction string
 
 const (
 	// ActionNone leaves the object as it is.
-	ActionNone ChildAction = iota
+	ActionNone ChildAction = "None"
 	// ActionCreate creates the rendered object.
-	ActionCreate
+	ActionCreate ChildAction = "Create"
 	// ActionUpdate brings an owned object to the rendered state (for a Pod: metadata only).
-	ActionUpdate
+	ActionUpdate ChildAction = "Update"
 	// ActionAdopt sets the controller reference on an unowned object, then updates it.
-	ActionAdopt
+	ActionAdopt ChildAction = "Adopt"
 	// ActionDelete deletes an owned object.
-	ActionDelete
+	ActionDelete ChildAction = "Delete"
 )
 
 // PodAction decides what happens to the Sandbox's Pod given the Pod observed under its name (nil

@@ -44,8 +44,8 @@ type SandboxChildren struct {
 
 // Objects lists the children a declarative render emits: the Pod when running, every PVC, and
 // the Service only when spec.service is true.
-func (c *SandboxChildren) Objects() []metav1.Object {
-	var out []metav1.Object
+func (c *SandboxChildren) Objects() []Object {
+	var out []Object
 	if c.Pod != nil {
 		out = append(out, c.Pod)
 	}

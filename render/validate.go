@@ -19,10 +19,7 @@ type InvalidError struct {
 
 // Object names the offending object the way kubectl does: Kind namespace/name.
 func (e *InvalidError) Object() string {
-	if e.Namespace == "" {
-		return e.Kind + " " + e.Name
-	}
-	return e.Kind + " " + e.Namespace + "/" + e.Name
+	return describe(e.Kind, e.Namespace, e.Name)
 }
 
 func (e *InvalidError) Error() string {
@@ -41,6 +38,9 @@ func ValidateSandbox(sb *agentsv1beta1.Sandbox) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 
+	for _, msg := range validation.IsDNS1123Subdomain(sb.Name) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), sb.Name, "the Sandbox name is also the Pod name: "+msg))
+	}
 	if len(sb.Spec.PodTemplate.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(spec.Child("podTemplate", "spec", "containers"), "a Sandbox needs at least one container"))
 	}

@@ -1,0 +1,113 @@
+// Package bundle is the whole declarative render of a set of manifests, shared by the CLI, the
+// KRM function and the golden tests: decode the agent-sandbox objects, render their children, and
+// return the input plus the children in canonical order. It is pure.
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// Expand renders objs and returns them with their children, sorted by kind, namespace and name.
+//
+// It is idempotent: an input object that has the identity of a rendered child and carries that
+// child's sandbox-name-hash label is taken to be an earlier render of it and is replaced, so
+// expanding the output again gives the same bytes. An input object with that identity but without
+// the label belongs to someone else, and Expand refuses to overwrite it, as upstream refuses to
+// adopt it. Objects that are not agent-sandbox kinds pass through untouched.
+func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstructured.Unstructured, error) {
+	b, err := manifest.Decode(objs)
+	if err != nil {
+		return nil, err
+	}
+	children, err := render.Render(b.Input(), opts)
+	if err != nil {
+		return nil, err
+	}
+
+	rendered := make(map[string]*unstructured.Unstructured, len(children))
+	parents := make(map[string]string, len(children))
+	out := make([]*unstructured.Unstructured, 0, len(objs)+len(children))
+	var errs []error
+	for _, c := range children {
+		u, err := toUnstructured(c.Object)
+		if err != nil {
+			return nil, err
+		}
+		id := identity(u)
+		if prev, dup := parents[id]; dup {
+			errs = append(errs, fmt.Errorf("%s is rendered twice: from %s and from %s; rename one of them",
+				describe(u), prev, c.Parent))
+			continue
+		}
+		rendered[id] = u
+		parents[id] = c.Parent
+		out = append(out, u)
+	}
+
+	seen := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		id := identity(o)
+		if seen[id] {
+			errs = append(errs, fmt.Errorf("%s appears twice in the input", describe(o)))
+			continue
+		}
+		seen[id] = true
+		child, ok := rendered[id]
+		if !ok {
+			out = append(out, o)
+			continue
+		}
+		want := child.GetLabels()[agentsv1beta1.SandboxNameHashLabel]
+		if o.GetLabels()[agentsv1beta1.SandboxNameHashLabel] != want {
+			errs = append(errs, fmt.Errorf("%s is in the input and would be overwritten by the child of %s; "+
+				"remove it, or label it %s=%q if it is an earlier render of that child",
+				describe(o), parents[id], agentsv1beta1.SandboxNameHashLabel, want))
+		}
+		// An earlier render of the child: replaced by the fresh one.
+	}
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return nil, errors.Join(errs...)
+	}
+	manifest.SortCanonical(out)
+	return out, nil
+}
+
+// toUnstructured converts a typed child. A rendered child is desired state: it has no status
+// (Go's zero values would otherwise put status: {} or status.loadBalancer: {} into every
+// manifest) and no creation timestamp.
+func toUnstructured(obj render.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+	}
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		if v, present := md["creationTimestamp"]; present && v == nil {
+			delete(md, "creationTimestamp")
+		}
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+func identity(o *unstructured.Unstructured) string {
+	gvk := o.GroupVersionKind()
+	return gvk.Group + "/" + gvk.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+func describe(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetKind() + " " + o.GetName()
+	}
+	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+}

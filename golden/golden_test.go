@@ -1,0 +1,315 @@
+package golden
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/bundle"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the current render")
+
+// caseConfig is a case's config.yaml.
+type caseConfig struct {
+	// ClusterDomain is passed to render.
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// Now is the time of a controller pass (plan cases only).
+	Now *metav1.Time `json:"now,omitempty"`
+}
+
+// renderFunc turns input objects into output bytes, or an error whose text is the golden.
+type renderFunc func(objs []*unstructured.Unstructured) ([]byte, error)
+
+// TestGolden runs every case of testdata/render (declarative expansion of manifests) and
+// testdata/plan (one controller pass over Sandboxes and the children observed in the cluster).
+func TestGolden(t *testing.T) {
+	suites := []struct {
+		dir        string
+		idempotent bool
+		fn         func(cfg caseConfig) renderFunc
+	}{
+		{"testdata/render", true, expandFunc},
+		{"testdata/plan", false, planFunc},
+	}
+	total := 0
+	for _, s := range suites {
+		dirs, err := os.ReadDir(s.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range dirs {
+			if !d.IsDir() {
+				continue
+			}
+			total++
+			dir := filepath.Join(s.dir, d.Name())
+			t.Run(filepath.Base(s.dir)+"/"+d.Name(), func(t *testing.T) {
+				runCase(t, dir, s.fn, s.idempotent)
+			})
+		}
+	}
+	if total < 25 {
+		t.Errorf("only %d golden cases; the suite promises at least 25", total)
+	}
+}
+
+func runCase(t *testing.T, dir string, mk func(caseConfig) renderFunc, idempotent bool) {
+	cfg := caseConfig{}
+	if b, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
+		if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
+			t.Fatalf("config.yaml: %v", err)
+		}
+	}
+	fn := mk(cfg)
+	objs := readInput(t, dir)
+
+	got, err := fn(objs)
+	expectedFile, errorsFile := filepath.Join(dir, "expected.yaml"), filepath.Join(dir, "errors.txt")
+	if *update {
+		os.Remove(expectedFile)
+		os.Remove(errorsFile)
+		if err != nil {
+			writeFile(t, errorsFile, []byte(err.Error()+"\n"))
+		} else {
+			writeFile(t, expectedFile, got)
+		}
+	}
+	if err != nil {
+		want, rerr := os.ReadFile(errorsFile)
+		if rerr != nil {
+			t.Fatalf("render failed but the case has no errors.txt: %v", err)
+		}
+		if diff := cmp.Diff(string(want), err.Error()+"\n"); diff != "" {
+			t.Errorf("errors (-want +got):\n%s", diff)
+		}
+		if _, serr := os.Stat(expectedFile); serr == nil {
+			t.Errorf("render failed, yet the case has an expected.yaml")
+		}
+	} else {
+		want, rerr := os.ReadFile(expectedFile)
+		if rerr != nil {
+			t.Fatalf("render succeeded but the case has no expected.yaml (run with -update): %v", rerr)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("output (-want +got):\n%s", diff)
+		}
+	}
+
+	if err := checkDeterministic(fn, objs); err != nil {
+		t.Error(err)
+	}
+	if idempotent && err == nil {
+		again, err := manifest.Parse("output", got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkSame(fn, again, got, "its own output as input"); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// checkDeterministic renders objs twice, then in reverse and in several shuffled orders, and
+// requires the same bytes (or the same error) every time.
+func checkDeterministic(fn renderFunc, objs []*unstructured.Unstructured) error {
+	want, wantErr := fn(deepCopy(objs))
+	orders := map[string][]*unstructured.Unstructured{"the same order, again": deepCopy(objs)}
+	rev := deepCopy(objs)
+	slices.Reverse(rev)
+	orders["reverse order"] = rev
+	for seed := uint64(1); seed <= 3; seed++ {
+		s := deepCopy(objs)
+		r := rand.New(rand.NewPCG(seed, seed*7919))
+		r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+		orders[fmt.Sprintf("shuffled order (seed %d)", seed)] = s
+	}
+	names := make([]string, 0, len(orders))
+	for n := range orders {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		got, gotErr := fn(orders[n])
+		if errText(wantErr) != errText(gotErr) {
+			return fmt.Errorf("rendering in %s changed the error:\n%s", n, cmp.Diff(errText(wantErr), errText(gotErr)))
+		}
+		if !bytes.Equal(want, got) {
+			return fmt.Errorf("rendering in %s changed the output (-first +now):\n%s", n, cmp.Diff(string(want), string(got)))
+		}
+	}
+	return nil
+}
+
+func checkSame(fn renderFunc, objs []*unstructured.Unstructured, want []byte, what string) error {
+	got, err := fn(objs)
+	if err != nil {
+		return fmt.Errorf("rendering %s failed: %v", what, err)
+	}
+	if !bytes.Equal(want, got) {
+		return fmt.Errorf("rendering %s changed it (-output +re-rendered):\n%s", what, cmp.Diff(string(want), string(got)))
+	}
+	return nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func deepCopy(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopy()
+	}
+	return out
+}
+
+// readInput reads every *.yaml of the case except the expectations and the config, in name order.
+func readInput(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		switch filepath.Base(f) {
+		case "expected.yaml", "config.yaml":
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := manifest.Parse(filepath.Base(f), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o...)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("%s has no input objects", dir)
+	}
+	return objs
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expandFunc is the declarative render: the manifests plus their children.
+func expandFunc(cfg caseConfig) renderFunc {
+	return func(objs []*unstructured.Unstructured) ([]byte, error) {
+		out, err := bundle.Expand(objs, render.Options{ClusterDomain: cfg.ClusterDomain})
+		if err != nil {
+			return nil, err
+		}
+		return manifest.Encode(out)
+	}
+}
+
+// planFunc is one controller pass per Sandbox of the input, against the Pods, Services and PVCs
+// of the input standing for what the controller observed in the cluster.
+func planFunc(cfg caseConfig) renderFunc {
+	return func(objs []*unstructured.Unstructured) ([]byte, error) {
+		if cfg.Now == nil {
+			return nil, errors.New("plan cases need config.yaml with now")
+		}
+		var sources, observed []*unstructured.Unstructured
+		for _, o := range objs {
+			if manifest.IsAgentSandbox(o) {
+				sources = append(sources, o)
+			} else {
+				observed = append(observed, o)
+			}
+		}
+		b, err := manifest.Decode(sources)
+		if err != nil {
+			return nil, err
+		}
+		var plans []*unstructured.Unstructured
+		for _, sb := range b.Sandboxes {
+			obs := render.ObservedChildren{}
+			for _, o := range observed {
+				if o.GetNamespace() != sb.Namespace {
+					continue
+				}
+				switch o.GetKind() {
+				case "Pod":
+					p := &corev1.Pod{}
+					mustConvert(o, p)
+					obs.Pods = append(obs.Pods, p)
+				case "Service":
+					if o.GetName() == sb.Name {
+						s := &corev1.Service{}
+						mustConvert(o, s)
+						obs.Service = s
+					}
+				case "PersistentVolumeClaim":
+					p := &corev1.PersistentVolumeClaim{}
+					mustConvert(o, p)
+					obs.PVCs = append(obs.PVCs, p)
+				}
+			}
+			// Observation order must not matter either.
+			slices.SortFunc(obs.Pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+			plan := render.PlanSandbox(sb, obs, *cfg.Now, render.Options{ClusterDomain: cfg.ClusterDomain})
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(plan)
+			if err != nil {
+				return nil, err
+			}
+			u := &unstructured.Unstructured{Object: m}
+			u.SetAPIVersion("golden.sandbox-gitops.dev/v1alpha1")
+			u.SetKind("SandboxPlan")
+			u.SetNamespace(sb.Namespace)
+			u.SetName(sb.Name)
+			plans = append(plans, u)
+		}
+		manifest.SortCanonical(plans)
+		return manifest.Encode(plans)
+	}
+}
+
+func mustConvert(u *unstructured.Unstructured, into any) {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		panic(err)
+	}
+}
+
+// TestDeterminismCheckFailsOnOrderDependentRender proves the harness would catch a render whose
+// output follows input order: checkDeterministic must reject it on a deliberately shuffled
+// bundle, and accept the real render of the same bundle.
+func TestDeterminismCheckFailsOnOrderDependentRender(t *testing.T) {
+	objs := readInput(t, "testdata/render/many-sandboxes-shuffled")
+	inInputOrder := func(objs []*unstructured.Unstructured) ([]byte, error) {
+		return manifest.Encode(objs)
+	}
+	if err := checkDeterministic(inInputOrder, objs); err == nil {
+		t.Fatal("an order-dependent render passed the determinism check")
+	}
+	if err := checkDeterministic(expandFunc(caseConfig{}), objs); err != nil {
+		t.Fatalf("the real render failed the determinism check: %v", err)
+	}
+}

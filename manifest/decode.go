@@ -1,0 +1,213 @@
+package manifest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	agentsv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1alpha1"
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/api/convert"
+	extv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1alpha1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// Bundle is a set of input objects with the agent-sandbox ones decoded into defaulted v1beta1.
+type Bundle struct {
+	Sandboxes []*agentsv1beta1.Sandbox
+	Templates []*extv1beta1.SandboxTemplate
+	Claims    []*extv1beta1.SandboxClaim
+	Pools     []*extv1beta1.SandboxWarmPool
+	// Objects are all input objects as given (agent-sandbox ones included, unmodified), in input
+	// order.
+	Objects []*unstructured.Unstructured
+}
+
+// Input is what render needs from the bundle.
+func (b *Bundle) Input() *render.Input {
+	return &render.Input{Sandboxes: b.Sandboxes}
+}
+
+// Errors is every invalid object of a bundle. Decode returns all of them at once so a user fixes
+// a whole repository in one pass.
+type Errors []*render.InvalidError
+
+func (e Errors) Error() string {
+	msgs := make([]string, len(e))
+	for i, ie := range e {
+		msgs[i] = ie.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+var (
+	sandboxV1beta1  = agentsv1beta1.GroupVersion.WithKind(agentsv1beta1.SandboxKind)
+	sandboxV1alpha1 = agentsv1alpha1.GroupVersion.WithKind(agentsv1beta1.SandboxKind)
+	templateV1beta1 = extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxTemplateKind)
+	templateAlpha   = extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxTemplateKind)
+	claimV1beta1    = extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind)
+	claimV1alpha1   = extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind)
+	poolV1beta1     = extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxWarmPoolKind)
+	poolV1alpha1    = extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxWarmPoolKind)
+)
+
+// IsAgentSandbox reports whether obj is one of the four kinds this project renders, in any
+// version.
+func IsAgentSandbox(obj *unstructured.Unstructured) bool {
+	g := obj.GroupVersionKind().Group
+	return g == agentsv1beta1.GroupVersion.Group || g == extv1beta1.GroupVersion.Group
+}
+
+// Decode admits every agent-sandbox object as the API server would (unknown fields, defaults,
+// schema validation), converts v1alpha1 to v1beta1, and returns the bundle. Other objects are
+// kept as they are. Any invalid object makes Decode return Errors and no bundle.
+func Decode(objs []*unstructured.Unstructured) (*Bundle, error) {
+	all, err := schemas()
+	if err != nil {
+		return nil, fmt.Errorf("loading the embedded CRDs: %w", err)
+	}
+	b := &Bundle{Objects: objs}
+	var bad Errors
+	for _, o := range objs {
+		if !IsAgentSandbox(o) {
+			continue
+		}
+		if ie := b.add(all, o); ie != nil {
+			bad = append(bad, ie)
+		}
+	}
+	if len(bad) > 0 {
+		sort.SliceStable(bad, func(i, j int) bool { return bad[i].Object() < bad[j].Object() })
+		return nil, bad
+	}
+	return b, nil
+}
+
+func (b *Bundle) add(all map[schema.GroupVersionKind]*versionSchema, o *unstructured.Unstructured) *render.InvalidError {
+	gvk := o.GroupVersionKind()
+	invalid := func(errs ...*field.Error) *render.InvalidError {
+		return &render.InvalidError{Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), Errs: errs}
+	}
+	vs, ok := all[gvk]
+	if !ok {
+		return invalid(field.NotSupported(field.NewPath("apiVersion"), o.GetAPIVersion(), knownVersions(all, gvk)))
+	}
+	if o.GetName() == "" {
+		return invalid(field.Required(field.NewPath("metadata", "name"), ""))
+	}
+	obj := runtime.DeepCopyJSON(o.Object)
+	if errs := vs.admit(obj); len(errs) > 0 {
+		return invalid(errs...)
+	}
+	// v1alpha1 objects become v1beta1 and are then admitted again under the v1beta1 schema, as the
+	// API server defaults an object after converting it to the storage version.
+	var hub runtime.Object
+	var target runtime.Object
+	switch gvk {
+	case sandboxV1beta1:
+		target = &agentsv1beta1.Sandbox{}
+	case templateV1beta1:
+		target = &extv1beta1.SandboxTemplate{}
+	case claimV1beta1:
+		target = &extv1beta1.SandboxClaim{}
+	case poolV1beta1:
+		target = &extv1beta1.SandboxWarmPool{}
+	case sandboxV1alpha1:
+		in := &agentsv1alpha1.Sandbox{}
+		if err := fromUnstructured(obj, in); err != nil {
+			return invalid(err)
+		}
+		hub = convert.Sandbox(in)
+	case templateAlpha:
+		in := &extv1alpha1.SandboxTemplate{}
+		if err := fromUnstructured(obj, in); err != nil {
+			return invalid(err)
+		}
+		hub = convert.SandboxTemplate(in)
+	case claimV1alpha1:
+		in := &extv1alpha1.SandboxClaim{}
+		if err := fromUnstructured(obj, in); err != nil {
+			return invalid(err)
+		}
+		hub = convert.SandboxClaim(in)
+	case poolV1alpha1:
+		in := &extv1alpha1.SandboxWarmPool{}
+		if err := fromUnstructured(obj, in); err != nil {
+			return invalid(err)
+		}
+		hub = convert.SandboxWarmPool(in)
+	}
+	if hub != nil {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(hub)
+		if err != nil {
+			return invalid(field.InternalError(nil, err))
+		}
+		hubGVK := hub.GetObjectKind().GroupVersionKind()
+		if errs := all[hubGVK].admit(m); len(errs) > 0 {
+			return invalid(errs...)
+		}
+		obj = m
+		target = newHub(hubGVK)
+	}
+	if err := fromUnstructured(obj, target); err != nil {
+		return invalid(err)
+	}
+	switch t := target.(type) {
+	case *agentsv1beta1.Sandbox:
+		// What the schema cannot say (name rules of the children) is checked here too, so one run
+		// reports every problem of every object.
+		if errs := render.ValidateSandbox(t); len(errs) > 0 {
+			return invalid(errs...)
+		}
+		b.Sandboxes = append(b.Sandboxes, t)
+	case *extv1beta1.SandboxTemplate:
+		b.Templates = append(b.Templates, t)
+	case *extv1beta1.SandboxClaim:
+		b.Claims = append(b.Claims, t)
+	case *extv1beta1.SandboxWarmPool:
+		b.Pools = append(b.Pools, t)
+	}
+	return nil
+}
+
+func newHub(gvk schema.GroupVersionKind) runtime.Object {
+	switch gvk {
+	case sandboxV1beta1:
+		return &agentsv1beta1.Sandbox{}
+	case templateV1beta1:
+		return &extv1beta1.SandboxTemplate{}
+	case claimV1beta1:
+		return &extv1beta1.SandboxClaim{}
+	default:
+		return &extv1beta1.SandboxWarmPool{}
+	}
+}
+
+// fromUnstructured decodes an admitted object. After schema validation a failure here is a type
+// the schema could not express; it is still reported as a field error on the object.
+func fromUnstructured(obj map[string]any, into runtime.Object) *field.Error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into); err != nil {
+		return field.Invalid(field.NewPath("spec"), "", err.Error())
+	}
+	return nil
+}
+
+func knownVersions(all map[schema.GroupVersionKind]*versionSchema, gvk schema.GroupVersionKind) []string {
+	var out []string
+	for k := range all {
+		if k.Group == gvk.Group && k.Kind == gvk.Kind {
+			out = append(out, k.GroupVersion().String())
+		}
+	}
+	if len(out) == 0 {
+		return []string{"(no such kind in " + gvk.Group + ")"}
+	}
+	sort.Strings(out)
+	return out
+}

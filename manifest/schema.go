@@ -1,0 +1,72 @@
+package manifest
+
+import (
+	"fmt"
+	"sync"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apivalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
+)
+
+// versionSchema is one served-or-not version of one of our CRDs, prepared the way the API
+// server's apiextensions code prepares it: a structural schema for pruning and defaulting, and an
+// OpenAPI validator.
+type versionSchema struct {
+	structural *structuralschema.Structural
+	validator  apivalidation.SchemaValidator
+}
+
+// schemas is built once from the embedded CRDs; they are generated from ./api, so an error here
+// is a build defect and every Decode reports it.
+var schemas = sync.OnceValues(func() (map[schema.GroupVersionKind]*versionSchema, error) {
+	crds, err := crd.All()
+	if err != nil {
+		return nil, err
+	}
+	out := map[schema.GroupVersionKind]*versionSchema{}
+	for _, c := range crds {
+		for _, v := range c.Spec.Versions {
+			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+				return nil, fmt.Errorf("CRD %s version %s has no schema", c.Name, v.Name)
+			}
+			internal := &apiextensions.JSONSchemaProps{}
+			if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
+				return nil, fmt.Errorf("CRD %s version %s: %w", c.Name, v.Name, err)
+			}
+			s, err := structuralschema.NewStructural(internal)
+			if err != nil {
+				return nil, fmt.Errorf("CRD %s version %s: %w", c.Name, v.Name, err)
+			}
+			validator, _, err := apivalidation.NewSchemaValidator(internal)
+			if err != nil {
+				return nil, fmt.Errorf("CRD %s version %s: %w", c.Name, v.Name, err)
+			}
+			gvk := schema.GroupVersionKind{Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind}
+			out[gvk] = &versionSchema{structural: s, validator: validator}
+		}
+	}
+	return out, nil
+})
+
+// admit does to obj what the API server does to a custom resource on create: unknown fields are
+// reported (kubectl's default strict field validation rejects them), CRD defaults are applied,
+// and the result is validated against the OpenAPI schema (types, enums, formats, bounds,
+// required fields). obj is modified in place.
+func (vs *versionSchema) admit(obj map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	opts := structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}
+	for _, p := range pruning.PruneWithOptions(obj, vs.structural, true, opts) {
+		errs = append(errs, field.Forbidden(field.NewPath(p), "unknown field: it is not in the schema (check its spelling and indentation)"))
+	}
+	defaulting.Default(obj, vs.structural)
+	errs = append(errs, apivalidation.ValidateCustomResource(nil, obj, vs.validator)...)
+	return errs
+}

@@ -1,0 +1,87 @@
+// Package manifest is the edge between YAML and the typed API: it splits YAML streams into
+// objects, turns v1alpha1 objects into v1beta1, applies the CRD defaults and schema validation
+// the API server would apply, and writes objects back as canonical YAML. It is pure: it reads
+// bytes given to it and returns bytes.
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Parse splits a multi-document YAML (or JSON) stream into objects. Empty documents are
+// skipped; a List is flattened into its items. name is used in error messages only.
+func Parse(name string, data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("%s: document %d: every object needs apiVersion and kind", name, i+1)
+		}
+		if u.IsList() {
+			err := u.EachListItem(func(o runtime.Object) error {
+				out = append(out, o.(*unstructured.Unstructured))
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
+			}
+			continue
+		}
+		out = append(out, u)
+	}
+}
+
+// Encode writes objects as one YAML stream, each document separated by "---". Keys are sorted
+// (sigs.k8s.io/yaml), so the bytes depend only on the objects and their order.
+func Encode(objs []*unstructured.Unstructured) ([]byte, error) {
+	var buf bytes.Buffer
+	for i, o := range objs {
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(b)
+	}
+	return buf.Bytes(), nil
+}
+
+// SortCanonical orders objects by kind, then namespace, then name: the order of every rendered
+// output and golden file, so output never depends on input order.
+func SortCanonical(objs []*unstructured.Unstructured) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, b := objs[i], objs[j]
+		if a.GetKind() != b.GetKind() {
+			return a.GetKind() < b.GetKind()
+		}
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
+		}
+		if a.GetName() != b.GetName() {
+			return a.GetName() < b.GetName()
+		}
+		return a.GetAPIVersion() < b.GetAPIVersion()
+	})
+}
