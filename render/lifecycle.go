@@ -31,7 +31,7 @@ type ExpiryDecision struct {
 	DeleteSandbox bool `json:"deleteSandbox,omitempty"`
 	// RequeueAfter is when to look again: at shutdownTime (but not sooner than 2s) while not
 	// expired, and 1ms after marking.
-	RequeueAfter metav1.Duration `json:"requeueAfter,omitempty"`
+	RequeueAfter metav1.Duration `json:"requeueAfter,omitzero"`
 }
 
 // Expiry decides, given the time, what upstream's expiry check does with sb.

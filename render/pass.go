@@ -3,8 +3,10 @@ package render
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
@@ -125,6 +127,9 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 			result.Pod = children.Pod
 		case action == ActionNone && pod == nil:
 		default:
+			if action == ActionUpdate && podMetadataInSync(pod, sb) {
+				action = ActionNone
+			}
 			if action != ActionNone {
 				plan.Steps = append(plan.Steps, Step{action, "Pod", pod.Name})
 			}
@@ -152,7 +157,9 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 			plan.Steps = append(plan.Steps, Step{action, "Service", children.Service.Name})
 			result.Service = children.Service
 		case ActionUpdate, ActionAdopt:
-			plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name})
+			if action == ActionAdopt || !serviceInSync(obs.Service, children.Service, children.ServiceMode) {
+				plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name})
+			}
 			result.Service = obs.Service
 		case ActionDelete:
 			plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name})
@@ -208,6 +215,25 @@ func adopted(pod *corev1.Pod, sb *agentsv1beta1.Sandbox) *corev1.Pod {
 	p := pod.DeepCopy()
 	p.OwnerReferences = append(p.OwnerReferences, sandboxOwnerRefs(sb)...)
 	return p
+}
+
+// podMetadataInSync reports whether an owned Pod already carries the metadata SyncPodMetadata
+// would give it, so the controller writes nothing.
+func podMetadataInSync(pod *corev1.Pod, sb *agentsv1beta1.Sandbox) bool {
+	labels, annotations := SyncPodMetadata(pod, sb)
+	return maps.Equal(labels, pod.Labels) && maps.Equal(annotations, pod.Annotations)
+}
+
+// serviceInSync reports whether an owned Service has the drift-checked fields upstream fixes: the
+// name-hash label, exactly the name-hash selector, and (only when spec.service is true) the ports.
+func serviceInSync(have, want *corev1.Service, mode ServiceMode) bool {
+	if have.Labels[agentsv1beta1.SandboxNameHashLabel] != want.Labels[agentsv1beta1.SandboxNameHashLabel] {
+		return false
+	}
+	if !maps.Equal(have.Spec.Selector, want.Spec.Selector) {
+		return false
+	}
+	return mode != ServiceApply || equality.Semantic.DeepEqual(have.Spec.Ports, want.Spec.Ports)
 }
 
 // String makes a step readable in logs and events.
