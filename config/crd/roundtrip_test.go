@@ -1,0 +1,222 @@
+package crd_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// roundTrips are written the way users write them: defaults omitted. Each is created on a real
+// API server, read back, and the stored spec must equal what manifest.Decode (the edge of every
+// render) makes of the same YAML. If the server defaulted something render does not, or the other
+// way round, this fails.
+const roundTrips = `
+apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: sandbox-defaults
+  namespace: default
+spec:
+  podTemplate:
+    metadata:
+      labels:
+        app: agent
+    spec:
+      containers:
+      - name: python
+        image: python:3.12
+        ports:
+        - containerPort: 8888
+        env:
+        - name: FROM_SECRET
+          valueFrom:
+            secretKeyRef:
+              key: token
+      imagePullSecrets:
+      - {}
+  volumeClaimTemplates:
+  - metadata:
+      name: workspace
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources:
+        requests:
+          storage: 1024Mi
+  service: true
+  shutdownTime: "2030-01-01T00:00:00Z"
+---
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata:
+  name: python-template
+  namespace: default
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: python
+        image: python:3.12
+        ports:
+        - containerPort: 8888
+---
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata:
+  name: custom-policy
+  namespace: default
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: agent
+        image: agent:1
+  networkPolicy:
+    egress:
+    - ports:
+      - port: 443
+  envVarsInjectionPolicy: Overrides
+---
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxWarmPool
+metadata:
+  name: python-pool
+  namespace: default
+spec:
+  sandboxTemplateRef:
+    name: python-template
+  updateStrategy: {}
+---
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxClaim
+metadata:
+  name: my-claim
+  namespace: default
+spec:
+  warmPoolRef:
+    name: python-pool
+  lifecycle:
+    ttlSecondsAfterFinished: 60
+  env:
+  - name: TASK
+    value: hello
+`
+
+func TestCRDRoundTripOnARealAPIServer(t *testing.T) {
+	cfg, _ := testenv.StartAPIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	objs, err := manifest.Parse("roundtrip.yaml", []byte(roundTrips))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := manifest.Decode(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSpecs := map[string]any{}
+	add := func(kind, name string, obj runtime.Object) {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSpecs[kind+"/"+name] = m["spec"]
+	}
+	for _, o := range decoded.Sandboxes {
+		add(o.Kind, o.Name, o)
+	}
+	for _, o := range decoded.Templates {
+		add(o.Kind, o.Name, o)
+	}
+	for _, o := range decoded.Pools {
+		add(o.Kind, o.Name, o)
+	}
+	for _, o := range decoded.Claims {
+		add(o.Kind, o.Name, o)
+	}
+	if len(wantSpecs) != 5 {
+		t.Fatalf("decoded %d objects, want 5", len(wantSpecs))
+	}
+
+	for _, o := range objs {
+		if err := c.Create(ctx, o.DeepCopy()); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(o.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+			t.Fatal(err)
+		}
+		stored := storedSpec(t, got)
+		if diff := cmp.Diff(wantSpecs[o.GetKind()+"/"+o.GetName()], stored); diff != "" {
+			t.Errorf("%s %s: the API server stored a spec render does not assume (-render +server):\n%s", o.GetKind(), o.GetName(), diff)
+		}
+		if o.GetName() == "python-template" {
+			back, err := manifest.Decode([]*unstructured.Unstructured{got})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := render.BlueprintHash(&back.Templates[0].Spec.SandboxBlueprint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h != "e6830f96" {
+				t.Errorf("blueprint hash of the template as stored = %s, want upstream's e6830f96", h)
+			}
+		}
+	}
+
+	// v1alpha1 is generated unserved: the server must refuse it rather than store a lossy copy.
+	alpha := &unstructured.Unstructured{}
+	alpha.SetAPIVersion("agents.x-k8s.io/v1alpha1")
+	alpha.SetKind("Sandbox")
+	alpha.SetName("old")
+	alpha.SetNamespace("default")
+	_ = unstructured.SetNestedField(alpha.Object, map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "a", "image": "a"}}}}, "spec", "podTemplate")
+	if err := c.Create(ctx, alpha); err == nil || !(apierrors.IsNotFound(err) || meta.IsNoMatchError(err)) {
+		t.Errorf("creating a v1alpha1 Sandbox: err = %v, want the version to be unserved", err)
+	}
+}
+
+// storedSpec passes the stored object through its typed Go form, without defaulting anything,
+// so that the comparison sees content (quantities canonicalised, numbers typed) and never
+// re-applies render's defaults to what the server stored.
+func storedSpec(t *testing.T, u *unstructured.Unstructured) any {
+	t.Helper()
+	var obj runtime.Object
+	switch u.GetKind() {
+	case "Sandbox":
+		obj = &agentsv1beta1.Sandbox{}
+	case "SandboxTemplate":
+		obj = &extv1beta1.SandboxTemplate{}
+	case "SandboxWarmPool":
+		obj = &extv1beta1.SandboxWarmPool{}
+	default:
+		obj = &extv1beta1.SandboxClaim{}
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		t.Fatalf("the stored %s does not decode: %v", u.GetKind(), err)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m["spec"]
+}
