@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+)
+
+func TestRunRendersTheBundledExample(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(nil, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	objs, err := manifest.Parse("stdout", stdout.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+	}
+	want := []string{"PersistentVolumeClaim/workspace-python-sandbox", "Pod/python-sandbox", "Sandbox/python-sandbox", "Service/python-sandbox"}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("rendered objects (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: x\nspec: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args       []string
+		stdin      string
+		wantCode   int
+		wantStderr string
+	}{
+		"help":            {args: []string{"--help"}, wantCode: exitOK, wantStderr: "Exit codes:"},
+		"unknown flag":    {args: []string{"--nope"}, wantCode: exitUsage, wantStderr: "flag provided but not defined"},
+		"missing file":    {args: []string{filepath.Join(dir, "absent.yaml")}, wantCode: exitUsage, wantStderr: "no such file"},
+		"invalid object":  {args: []string{bad}, wantCode: exitFindings, wantStderr: "Sandbox x: spec.podTemplate: Required value"},
+		"empty directory": {args: []string{t.TempDir()}, wantCode: exitUsage, wantStderr: "no *.yaml"},
+		"stdin":           {args: []string{"-"}, stdin: string(example), wantCode: exitOK},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.wantStderr) {
+				t.Errorf("stderr does not contain %q:\n%s", tc.wantStderr, stderr.String())
+			}
+			if tc.wantCode != exitOK && stdout.Len() > 0 {
+				t.Errorf("wrote output despite failing:\n%s", stdout.String())
+			}
+		})
+	}
+}
