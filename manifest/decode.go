@@ -46,16 +46,34 @@ func (e Errors) Error() string {
 	return strings.Join(msgs, "\n")
 }
 
-var (
-	sandboxV1beta1  = agentsv1beta1.GroupVersion.WithKind(agentsv1beta1.SandboxKind)
-	sandboxV1alpha1 = agentsv1alpha1.GroupVersion.WithKind(agentsv1beta1.SandboxKind)
-	templateV1beta1 = extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxTemplateKind)
-	templateAlpha   = extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxTemplateKind)
-	claimV1beta1    = extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind)
-	claimV1alpha1   = extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind)
-	poolV1beta1     = extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxWarmPoolKind)
-	poolV1alpha1    = extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxWarmPoolKind)
-)
+// kind says how to decode one GroupVersionKind: the Go type it decodes into and, for v1alpha1,
+// the conversion to the v1beta1 hub.
+type kind struct {
+	newObject func() runtime.Object
+	toHub     func(runtime.Object) runtime.Object
+}
+
+var kinds = map[schema.GroupVersionKind]kind{
+	agentsv1beta1.GroupVersion.WithKind(agentsv1beta1.SandboxKind):    {newObject: func() runtime.Object { return &agentsv1beta1.Sandbox{} }},
+	extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxTemplateKind):  {newObject: func() runtime.Object { return &extv1beta1.SandboxTemplate{} }},
+	extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind):     {newObject: func() runtime.Object { return &extv1beta1.SandboxClaim{} }},
+	extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxWarmPoolKind):  {newObject: func() runtime.Object { return &extv1beta1.SandboxWarmPool{} }},
+	agentsv1alpha1.GroupVersion.WithKind(agentsv1beta1.SandboxKind):   alpha(convert.Sandbox),
+	extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxTemplateKind): alpha(convert.SandboxTemplate),
+	extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind):    alpha(convert.SandboxClaim),
+	extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxWarmPoolKind): alpha(convert.SandboxWarmPool),
+}
+
+// alpha describes a v1alpha1 kind by its conversion function.
+func alpha[In any, PIn interface {
+	*In
+	runtime.Object
+}, Out runtime.Object](conv func(PIn) Out) kind {
+	return kind{
+		newObject: func() runtime.Object { return PIn(new(In)) },
+		toHub:     func(o runtime.Object) runtime.Object { return conv(o.(PIn)) },
+	}
+}
 
 // IsAgentSandbox reports whether obj is one of the four kinds this project renders, in any
 // version.
@@ -105,58 +123,26 @@ func (b *Bundle) add(all map[schema.GroupVersionKind]*versionSchema, o *unstruct
 	if errs := vs.admit(obj); len(errs) > 0 {
 		return invalid(errs...)
 	}
-	// v1alpha1 objects become v1beta1 and are then admitted again under the v1beta1 schema, as the
-	// API server defaults an object after converting it to the storage version.
-	var hub runtime.Object
-	var target runtime.Object
-	switch gvk {
-	case sandboxV1beta1:
-		target = &agentsv1beta1.Sandbox{}
-	case templateV1beta1:
-		target = &extv1beta1.SandboxTemplate{}
-	case claimV1beta1:
-		target = &extv1beta1.SandboxClaim{}
-	case poolV1beta1:
-		target = &extv1beta1.SandboxWarmPool{}
-	case sandboxV1alpha1:
-		in := &agentsv1alpha1.Sandbox{}
-		if err := fromUnstructured(obj, in); err != nil {
-			return invalid(err)
-		}
-		hub = convert.Sandbox(in)
-	case templateAlpha:
-		in := &extv1alpha1.SandboxTemplate{}
-		if err := fromUnstructured(obj, in); err != nil {
-			return invalid(err)
-		}
-		hub = convert.SandboxTemplate(in)
-	case claimV1alpha1:
-		in := &extv1alpha1.SandboxClaim{}
-		if err := fromUnstructured(obj, in); err != nil {
-			return invalid(err)
-		}
-		hub = convert.SandboxClaim(in)
-	case poolV1alpha1:
-		in := &extv1alpha1.SandboxWarmPool{}
-		if err := fromUnstructured(obj, in); err != nil {
-			return invalid(err)
-		}
-		hub = convert.SandboxWarmPool(in)
+	k := kinds[gvk]
+	target := k.newObject()
+	if err := fromUnstructured(obj, target); err != nil {
+		return invalid(err)
 	}
-	if hub != nil {
+	if k.toHub != nil {
+		// v1alpha1 objects become v1beta1 and are then admitted again under the v1beta1 schema,
+		// as the API server defaults an object after converting it to the storage version.
+		hub := k.toHub(target)
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(hub)
 		if err != nil {
 			return invalid(field.InternalError(nil, err))
 		}
-		hubGVK := hub.GetObjectKind().GroupVersionKind()
-		if errs := all[hubGVK].admit(m); len(errs) > 0 {
+		if errs := all[hub.GetObjectKind().GroupVersionKind()].admit(m); len(errs) > 0 {
 			return invalid(errs...)
 		}
-		obj = m
-		target = newHub(hubGVK)
-	}
-	if err := fromUnstructured(obj, target); err != nil {
-		return invalid(err)
+		target = kinds[hub.GetObjectKind().GroupVersionKind()].newObject()
+		if err := fromUnstructured(m, target); err != nil {
+			return invalid(err)
+		}
 	}
 	switch t := target.(type) {
 	case *agentsv1beta1.Sandbox:
@@ -174,19 +160,6 @@ func (b *Bundle) add(all map[schema.GroupVersionKind]*versionSchema, o *unstruct
 		b.Pools = append(b.Pools, t)
 	}
 	return nil
-}
-
-func newHub(gvk schema.GroupVersionKind) runtime.Object {
-	switch gvk {
-	case sandboxV1beta1:
-		return &agentsv1beta1.Sandbox{}
-	case templateV1beta1:
-		return &extv1beta1.SandboxTemplate{}
-	case claimV1beta1:
-		return &extv1beta1.SandboxClaim{}
-	default:
-		return &extv1beta1.SandboxWarmPool{}
-	}
 }
 
 // fromUnstructured decodes an admitted object. After schema validation a failure here is a type
