@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
@@ -34,8 +33,7 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 		return nil, err
 	}
 
-	rendered := make(map[string]*unstructured.Unstructured, len(children))
-	parents := make(map[string]string, len(children))
+	rendered := make(map[string]render.Child, len(children))
 	out := make([]*unstructured.Unstructured, 0, len(objs)+len(children))
 	var errs []error
 	for _, c := range children {
@@ -44,13 +42,12 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 			return nil, err
 		}
 		id := identity(u)
-		if prev, dup := parents[id]; dup {
+		if prev, dup := rendered[id]; dup {
 			errs = append(errs, fmt.Errorf("%s is rendered twice: from %s and from %s; rename one of them",
-				describe(u), prev, c.Parent))
+				describe(u), prev.Parent, c.Parent))
 			continue
 		}
-		rendered[id] = u
-		parents[id] = c.Parent
+		rendered[id] = c
 		out = append(out, u)
 	}
 
@@ -67,11 +64,10 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 			out = append(out, o)
 			continue
 		}
-		want := child.GetLabels()[agentsv1beta1.SandboxNameHashLabel]
-		if o.GetLabels()[agentsv1beta1.SandboxNameHashLabel] != want {
-			errs = append(errs, fmt.Errorf("%s is in the input and would be overwritten by the child of %s; "+
-				"remove it, or label it %s=%q if it is an earlier render of that child",
-				describe(o), parents[id], agentsv1beta1.SandboxNameHashLabel, want))
+		if got, _, _ := unstructured.NestedString(o.Object, child.MarkerPath...); got != child.MarkerValue {
+			errs = append(errs, fmt.Errorf("%s is in the input and would be overwritten by the object rendered from %s; "+
+				"remove it, or set %s to %q if it is an earlier render of that object",
+				describe(o), child.Parent, strings.Join(child.MarkerPath, "."), child.MarkerValue))
 		}
 		// An earlier render of the child: replaced by the fresh one.
 	}

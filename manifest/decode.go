@@ -31,7 +31,7 @@ type Bundle struct {
 
 // Input is what render needs from the bundle.
 func (b *Bundle) Input() *render.Input {
-	return &render.Input{Sandboxes: b.Sandboxes}
+	return &render.Input{Sandboxes: b.Sandboxes, Templates: b.Templates, Claims: b.Claims, Pools: b.Pools}
 }
 
 // Errors is every invalid object of a bundle. Decode returns all of them at once so a user fixes

@@ -1,12 +1,37 @@
 package render
 
+import "github.com/sandbox-gitops/sandbox-gitops/policies"
+
 // DefaultClusterDomain is upstream's --cluster-domain default.
 const DefaultClusterDomain = "cluster.local"
+
+// DefaultAllowedLabelDomain is the label domain upstream lets claims' additionalPodMetadata use
+// when none is configured.
+const DefaultAllowedLabelDomain = "sandbox.users.io"
 
 // Options are the knobs that are not part of any custom resource.
 type Options struct {
 	// ClusterDomain forms status.serviceFQDN (<svc>.<ns>.svc.<domain>); empty means cluster.local.
 	ClusterDomain string
+	// Policies are the secure defaults' knobs and the opt-in policy packs.
+	Policies policies.Config
+	// AllowedLabelDomains are the domains (and their subdomains) claims may use for
+	// additionalPodMetadata labels; empty means sandbox.users.io, as upstream.
+	AllowedLabelDomains []string
+	// DisableWarmPoolEviction stops marking warm pool pods safe to evict for the cluster
+	// autoscaler (upstream's --enable-warm-pool-eviction=false).
+	DisableWarmPoolEviction bool
+	// PoolMemberNames, keyed by "namespace/pool", are the names of a pool's member Sandboxes, as a
+	// controller knows them. A pool without an entry gets deterministic names from
+	// PoolMemberName. Upstream uses generateName, which server-side apply cannot create.
+	PoolMemberNames map[string][]string
+}
+
+func (o Options) allowedLabelDomains() []string {
+	if len(o.AllowedLabelDomains) == 0 {
+		return []string{DefaultAllowedLabelDomain}
+	}
+	return o.AllowedLabelDomains
 }
 
 func (o Options) clusterDomain() string {

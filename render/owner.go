@@ -49,17 +49,12 @@ func groupKindOf(ref *metav1.OwnerReference) (group, kind string) {
 // extensionPodLabels are the labels upstream copies from a Sandbox's own metadata to its Pod, and
 // only when a SandboxClaim or SandboxWarmPool controls the Sandbox: the template-ref hash (which
 // the template's NetworkPolicy selects on) and, for pool members, the warm-pool hash.
-func extensionPodLabels(sb *agentsv1beta1.Sandbox) map[string]string {
-	ref := metav1.GetControllerOfNoCopy(sb)
-	if ref == nil {
-		return nil
-	}
-	group, kind := groupKindOf(ref)
-	if group != extv1beta1.GroupVersion.Group {
+func extensionPodLabels(sb *agentsv1beta1.Sandbox, ctrl controller) map[string]string {
+	if !ctrl.isExtension() {
 		return nil
 	}
 	out := map[string]string{}
-	if kind == extv1beta1.SandboxWarmPoolKind {
+	if ctrl.kind == extv1beta1.SandboxWarmPoolKind {
 		if v := sb.Labels[agentsv1beta1.SandboxWarmPoolLabel]; v != "" {
 			out[agentsv1beta1.SandboxWarmPoolLabel] = v
 		}

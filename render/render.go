@@ -3,13 +3,16 @@ package render
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
 // Object is a rendered child: a typed Kubernetes object with its TypeMeta set.
@@ -18,46 +21,170 @@ type Object interface {
 	runtime.Object
 }
 
-// Child is a rendered object and the object it was rendered from, for messages that must name
-// both (for example two Sandboxes whose PVC names collide).
+// Child is a rendered object, the object it was rendered from, and how to recognise an earlier
+// render of it among input objects (so rendering the output again replaces it instead of
+// colliding with it).
 type Child struct {
 	Object
 	// Parent is the source object, as "Kind namespace/name".
 	Parent string
+	// MarkerPath and MarkerValue: an input object with the child's identity is an earlier render
+	// of it when the string at MarkerPath equals MarkerValue.
+	MarkerPath  []string
+	MarkerValue string
 }
 
 // Input is every defaulted v1beta1 object a render sees.
 type Input struct {
 	Sandboxes []*agentsv1beta1.Sandbox
+	Templates []*extv1beta1.SandboxTemplate
+	Claims    []*extv1beta1.SandboxClaim
+	Pools     []*extv1beta1.SandboxWarmPool
 }
 
-// Render computes the children a declarative render emits for every object of in. All invalid
-// objects are reported together (as InvalidErrors joined with errors.Join) and no children are
-// returned then: a render either succeeds whole or writes nothing.
+// Render computes every object a declarative render emits: each template's NetworkPolicy, each
+// pool's member Sandboxes, each claim's Sandbox (the cold path), and for every Sandbox, given or
+// made, its Pod, PVCs, Service and (with the standalone-network-policy pack) NetworkPolicy. All
+// invalid objects are reported together (InvalidErrors joined with errors.Join) and no children
+// are returned then: a render either succeeds whole or writes nothing.
 func Render(in *Input, opts Options) ([]Child, error) {
-	var out []Child
-	var errs []error
-	// Work in name order so that errors, and which of two colliding children is reported first,
-	// do not depend on input order.
-	sandboxes := slices.Clone(in.Sandboxes)
-	slices.SortFunc(sandboxes, func(a, b *agentsv1beta1.Sandbox) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	if errs := opts.Policies.Validate(field.NewPath("policies")); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid render options: %w", errs.ToAggregate())
+	}
+	r := &renderer{opts: opts, made: map[string]Child{}}
+	// Work in name order so that errors, and which of two colliding objects is reported first, do
+	// not depend on input order.
+	for _, t := range sortedByName(in.Templates) {
+		r.template(t)
+	}
+	for _, p := range sortedByName(in.Pools) {
+		r.pool(p, in.Templates)
+	}
+	for _, c := range sortedByName(in.Claims) {
+		r.claim(c, in)
+	}
+	for _, sb := range sortedByName(in.Sandboxes) {
+		r.handWritten(sb)
+	}
+	if len(r.errs) > 0 {
+		return nil, errors.Join(r.errs...)
+	}
+	return r.out, nil
+}
+
+type renderer struct {
+	opts Options
+	out  []Child
+	errs []error
+	// made are the Sandboxes rendered from claims and pools, by namespace/name.
+	made map[string]Child
+}
+
+func (r *renderer) invalid(kind string, obj metav1.Object, errs ...*field.Error) {
+	r.errs = append(r.errs, &InvalidError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Errs: errs})
+}
+
+func (r *renderer) template(t *extv1beta1.SandboxTemplate) {
+	if errs := ValidateTemplate(t, r.opts); len(errs) > 0 {
+		r.invalid(extv1beta1.SandboxTemplateKind, t, errs...)
+		return
+	}
+	if np := TemplateNetworkPolicy(t, r.opts); np != nil {
+		r.out = append(r.out, Child{Object: np, Parent: describe(extv1beta1.SandboxTemplateKind, t.Namespace, t.Name),
+			MarkerPath:  []string{"spec", "podSelector", "matchLabels", agentsv1beta1.SandboxTemplateRefHashLabel},
+			MarkerValue: NameHash(t.Name)})
+	}
+}
+
+func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.SandboxTemplate) {
+	t := findByName(templates, p.Namespace, p.Spec.TemplateRef.Name)
+	if t == nil {
+		r.invalid(extv1beta1.SandboxWarmPoolKind, p, field.NotFound(field.NewPath("spec", "sandboxTemplateRef", "name"), p.Spec.TemplateRef.Name))
+		return
+	}
+	hashes, err := TemplateHashes(t)
+	if err != nil {
+		r.invalid(extv1beta1.SandboxWarmPoolKind, p, field.InternalError(field.NewPath("spec", "sandboxTemplateRef"), err))
+		return
+	}
+	names, ok := r.opts.PoolMemberNames[p.Namespace+"/"+p.Name]
+	if !ok {
+		names = PoolMemberNames(p.Namespace, p.Name, int(Replicas(p)), nil)
+	}
+	parent := describe(extv1beta1.SandboxWarmPoolKind, p.Namespace, p.Name)
+	for _, name := range names {
+		sb := PoolSandbox(p, t, name, hashes, r.opts)
+		r.emitMade(sb, parent, controller{extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind})
+	}
+}
+
+func (r *renderer) claim(c *extv1beta1.SandboxClaim, in *Input) {
+	sb, cerr := ClaimSandbox(c, ResolveClaim(c, in.Pools, in.Templates), r.opts)
+	if cerr != nil {
+		r.invalid(extv1beta1.SandboxClaimKind, c, cerr.FieldError())
+		return
+	}
+	r.emitMade(sb, describe(extv1beta1.SandboxClaimKind, c.Namespace, c.Name), controller{extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind})
+}
+
+// emitMade emits a Sandbox rendered from a claim or pool, and its children.
+func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, parent string, ctrl controller) {
+	child := Child{Object: sb, Parent: parent,
+		MarkerPath:  []string{"metadata", "labels", agentsv1beta1.SandboxTemplateRefHashLabel},
+		MarkerValue: sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel]}
+	key := sb.Namespace + "/" + sb.Name
+	if prev, dup := r.made[key]; dup {
+		r.errs = append(r.errs, fmt.Errorf("Sandbox %s is rendered twice: from %s and from %s; rename one of them", key, prev.Parent, parent))
+		return
+	}
+	r.made[key] = child
+	r.out = append(r.out, child)
+	r.children(sb, ctrl)
+}
+
+// handWritten renders a Sandbox from the input, unless it is an earlier render of a Sandbox made
+// from a claim or pool (rendering a render's output again must change nothing).
+func (r *renderer) handWritten(sb *agentsv1beta1.Sandbox) {
+	if made, ok := r.made[sb.Namespace+"/"+sb.Name]; ok {
+		if sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel] != made.MarkerValue || sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == "" {
+			r.invalid(agentsv1beta1.SandboxKind, sb, field.Duplicate(field.NewPath("metadata", "name"),
+				sb.Name+" is also the name of the Sandbox rendered from "+made.Parent+"; rename one of them"))
+		}
+		return
+	}
+	r.children(sb, controllerOf(sb))
+}
+
+func (r *renderer) children(sb *agentsv1beta1.Sandbox, ctrl controller) {
+	c, err := renderSandbox(sb, ctrl, r.opts)
+	if err != nil {
+		r.errs = append(r.errs, err)
+		return
+	}
+	parent := describe(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name)
+	hash := NameHash(sb.Name)
+	for _, o := range c.Objects() {
+		r.out = append(r.out, Child{Object: o, Parent: parent,
+			MarkerPath: []string{"metadata", "labels", agentsv1beta1.SandboxNameHashLabel}, MarkerValue: hash})
+	}
+}
+
+func sortedByName[T metav1.Object](in []T) []T {
+	out := slices.Clone(in)
+	slices.SortFunc(out, func(a, b T) int {
+		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
 	})
-	for _, sb := range sandboxes {
-		c, err := Sandbox(sb, opts)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		parent := describe(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name)
-		for _, o := range c.Objects() {
-			out = append(out, Child{Object: o, Parent: parent})
+	return out
+}
+
+func findByName[T metav1.Object](in []T, namespace, name string) T {
+	var zero T
+	for _, o := range in {
+		if o.GetNamespace() == namespace && o.GetName() == name {
+			return o
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+	return zero
 }
 
 func describe(kind, namespace, name string) string {

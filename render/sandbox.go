@@ -7,10 +7,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
 // ServiceMode is what a Sandbox's spec.service asks of its headless Service. Upstream's three
@@ -40,6 +43,8 @@ type SandboxChildren struct {
 	// drift of a kept Service; whether it should exist is ServiceMode.
 	Service     *corev1.Service
 	ServiceMode ServiceMode
+	// NetworkPolicy is the policy of the standalone-network-policy pack, if it applies.
+	NetworkPolicy *networkingv1.NetworkPolicy
 }
 
 // Objects lists the children a declarative render emits: the Pod when running, every PVC, and
@@ -55,15 +60,54 @@ func (c *SandboxChildren) Objects() []Object {
 	if c.ServiceMode == ServiceApply {
 		out = append(out, c.Service)
 	}
+	if c.NetworkPolicy != nil {
+		out = append(out, c.NetworkPolicy)
+	}
 	return out
 }
 
 // Sandbox renders the children of one defaulted v1beta1 Sandbox. Owner references are written
 // when the Sandbox carries a UID (a controller render) and omitted when it does not (a GitOps
-// render). Invalid input returns an *InvalidError and no children.
+// render). The policy packs apply to its Pod. Invalid input returns an *InvalidError and no
+// children.
 func Sandbox(sb *agentsv1beta1.Sandbox, opts Options) (*SandboxChildren, error) {
+	return renderSandbox(sb, controllerOf(sb), opts)
+}
+
+// controller is the kind of object that controls a Sandbox. It decides which extension labels
+// reach the Pod. A controller render reads it from the owner reference; a GitOps render, which
+// has no UIDs and so no owner references, knows it because it made the Sandbox itself.
+type controller struct{ group, kind string }
+
+func controllerOf(sb *agentsv1beta1.Sandbox) controller {
+	ref := metav1.GetControllerOfNoCopy(sb)
+	if ref == nil {
+		return controller{}
+	}
+	group, kind := groupKindOf(ref)
+	return controller{group, kind}
+}
+
+func (c controller) isExtension() bool { return c.group == extv1beta1.GroupVersion.Group }
+
+func renderSandbox(sb *agentsv1beta1.Sandbox, ctrl controller, opts Options) (*SandboxChildren, error) {
+	invalid := func(errs field.ErrorList) error {
+		return &InvalidError{Kind: agentsv1beta1.SandboxKind, Namespace: sb.Namespace, Name: sb.Name, Errs: errs}
+	}
 	if errs := ValidateSandbox(sb); len(errs) > 0 {
-		return nil, &InvalidError{Kind: agentsv1beta1.SandboxKind, Namespace: sb.Namespace, Name: sb.Name, Errs: errs}
+		return nil, invalid(errs)
+	}
+	podSpec := sb.Spec.PodTemplate.Spec.DeepCopy()
+	packs := opts.Policies.Packs
+	if !ctrl.isExtension() {
+		// Sandboxes made from templates had the packs applied to their pod template already,
+		// and violations reported on the template.
+		if errs := packs.ApplyPod(podSpec, field.NewPath("spec", "podTemplate", "spec")); len(errs) > 0 {
+			return nil, invalid(errs)
+		}
+		if packs.StandaloneNetworkPolicy {
+			opts.Policies.NetworkPolicy.PublicDNS(podSpec, true)
+		}
 	}
 	hash := NameHash(sb.Name)
 	c := &SandboxChildren{
@@ -74,9 +118,29 @@ func Sandbox(sb *agentsv1beta1.Sandbox, opts Options) (*SandboxChildren, error) 
 		c.PVCs = append(c.PVCs, sandboxPVC(sb, &sb.Spec.VolumeClaimTemplates[i], hash))
 	}
 	if sb.Spec.OperatingMode != agentsv1beta1.SandboxOperatingModeSuspended {
-		c.Pod = sandboxPod(sb, hash)
+		c.Pod = sandboxPod(sb, podSpec, ctrl, hash)
+	}
+	if packs.StandaloneNetworkPolicy && !ctrl.isExtension() {
+		c.NetworkPolicy = standaloneNetworkPolicy(sb, hash, opts)
 	}
 	return c, nil
+}
+
+// StandaloneNetworkPolicyName is the name of the policy the standalone-network-policy pack gives
+// a hand-written Sandbox; the prefix keeps it apart from a template's <template>-network-policy.
+func StandaloneNetworkPolicyName(sandbox string) string { return "sandbox-" + sandbox + "-network-policy" }
+
+func standaloneNetworkPolicy(sb *agentsv1beta1.Sandbox, hash string, opts Options) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            StandaloneNetworkPolicyName(sb.Name),
+			Namespace:       sb.Namespace,
+			Labels:          map[string]string{agentsv1beta1.SandboxNameHashLabel: hash},
+			OwnerReferences: sandboxOwnerRefs(sb),
+		},
+		Spec: opts.Policies.NetworkPolicy.DefaultSpec(map[string]string{agentsv1beta1.SandboxNameHashLabel: hash}),
+	}
 }
 
 func serviceMode(b *bool) ServiceMode {
@@ -96,8 +160,8 @@ func PVCName(template, sandbox string) string {
 	return template + "-" + sandbox
 }
 
-func sandboxPod(sb *agentsv1beta1.Sandbox, hash string) *corev1.Pod {
-	labels, annotations := PodMetadata(sb)
+func sandboxPod(sb *agentsv1beta1.Sandbox, spec *corev1.PodSpec, ctrl controller, hash string) *corev1.Pod {
+	labels, annotations := podMetadata(sb, ctrl)
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -107,7 +171,7 @@ func sandboxPod(sb *agentsv1beta1.Sandbox, hash string) *corev1.Pod {
 			Annotations:     annotations,
 			OwnerReferences: sandboxOwnerRefs(sb),
 		},
-		Spec: *sb.Spec.PodTemplate.Spec.DeepCopy(),
+		Spec: *spec,
 	}
 	pod.Spec.Volumes = mergeVolumeClaimVolumes(pod.Spec.Volumes, sb)
 	return pod
@@ -118,6 +182,10 @@ func sandboxPod(sb *agentsv1beta1.Sandbox, hash string) *corev1.Pod {
 // template annotations, and the two bookkeeping annotations that list which keys came from the
 // template (so a later sync can delete the ones the template dropped).
 func PodMetadata(sb *agentsv1beta1.Sandbox) (labels, annotations map[string]string) {
+	return podMetadata(sb, controllerOf(sb))
+}
+
+func podMetadata(sb *agentsv1beta1.Sandbox, ctrl controller) (labels, annotations map[string]string) {
 	labels = map[string]string{}
 	annotations = map[string]string{}
 	var propagatedLabels, propagatedAnnotations []string
@@ -129,7 +197,7 @@ func PodMetadata(sb *agentsv1beta1.Sandbox) (labels, annotations map[string]stri
 		propagatedLabels = append(propagatedLabels, k)
 	}
 	labels[agentsv1beta1.SandboxNameHashLabel] = NameHash(sb.Name)
-	for k, v := range extensionPodLabels(sb) {
+	for k, v := range extensionPodLabels(sb, ctrl) {
 		labels[k] = v
 	}
 	if v := sb.Labels[agentsv1beta1.CreatedByLabel]; v != "" {

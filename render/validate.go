@@ -50,25 +50,15 @@ func ValidateSandbox(sb *agentsv1beta1.Sandbox) field.ErrorList {
 				"spec.service is true, so the Sandbox name is also the Service name: "+msg))
 		}
 	}
-	seen := map[string]int{}
+	errs = append(errs, validateVolumeClaimTemplateNames(sb.Spec.VolumeClaimTemplates, spec.Child("volumeClaimTemplates"))...)
 	for i := range sb.Spec.VolumeClaimTemplates {
-		p := spec.Child("volumeClaimTemplates").Index(i).Child("metadata", "name")
 		name := sb.Spec.VolumeClaimTemplates[i].Name
 		if name == "" {
-			errs = append(errs, field.Required(p, "the name of the pod volume and the first part of the PVC name"))
 			continue
 		}
-		if j, dup := seen[name]; dup {
-			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s (also spec.volumeClaimTemplates[%d])", name, j)))
-			continue
-		}
-		seen[name] = i
 		pvc := PVCName(name, sb.Name)
 		for _, msg := range validation.IsDNS1123Subdomain(pvc) {
-			errs = append(errs, field.Invalid(p, name, fmt.Sprintf("PVC name %q: %s", pvc, msg)))
-		}
-		for _, msg := range validation.IsDNS1123Label(name) {
-			errs = append(errs, field.Invalid(p, name, "pod volume name: "+msg))
+			errs = append(errs, field.Invalid(spec.Child("volumeClaimTemplates").Index(i).Child("metadata", "name"), name, fmt.Sprintf("PVC name %q: %s", pvc, msg)))
 		}
 	}
 	switch sb.Spec.OperatingMode {
@@ -80,6 +70,30 @@ func ValidateSandbox(sb *agentsv1beta1.Sandbox) field.ErrorList {
 	if p := sb.Spec.ShutdownPolicy; p != nil && *p != agentsv1beta1.ShutdownPolicyDelete && *p != agentsv1beta1.ShutdownPolicyRetain {
 		errs = append(errs, field.NotSupported(spec.Child("shutdownPolicy"), *p,
 			[]agentsv1beta1.ShutdownPolicy{agentsv1beta1.ShutdownPolicyDelete, agentsv1beta1.ShutdownPolicyRetain}))
+	}
+	return errs
+}
+
+// validateVolumeClaimTemplateNames checks that every volume claim template has a name, that names
+// are unique, and that each is a valid pod volume name (a DNS-1123 label).
+func validateVolumeClaimTemplateNames(vcts []agentsv1beta1.PersistentVolumeClaimTemplate, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]int{}
+	for i := range vcts {
+		p := path.Index(i).Child("metadata", "name")
+		name := vcts[i].Name
+		if name == "" {
+			errs = append(errs, field.Required(p, "the name of the pod volume and the first part of the PVC name"))
+			continue
+		}
+		if j, dup := seen[name]; dup {
+			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s (also %s)", name, path.Index(j).String())))
+			continue
+		}
+		seen[name] = i
+		for _, msg := range validation.IsDNS1123Label(name) {
+			errs = append(errs, field.Invalid(p, name, "pod volume name: "+msg))
+		}
 	}
 	return errs
 }

@@ -1,0 +1,165 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+// ClaimExpiredMessage is the Ready message of a claim whose lifecycle ended.
+const ClaimExpiredMessage = "Claim expired. Sandbox cleanup initiated."
+
+// ClaimExpireAt is when a claim's lifecycle ends: the earlier of lifecycle.shutdownTime and the
+// time its mirrored Finished=True condition turned true plus ttlSecondsAfterFinished. No lifecycle
+// (or neither bound) means never (nil).
+func ClaimExpireAt(claim *extv1beta1.SandboxClaim) *time.Time {
+	l := claim.Spec.Lifecycle
+	if l == nil {
+		return nil
+	}
+	var at *time.Time
+	if l.ShutdownTime != nil {
+		t := l.ShutdownTime.Time
+		at = &t
+	}
+	finished := meta.FindStatusCondition(claim.Status.Conditions, agentsv1beta1.ConditionFinished)
+	if l.TTLSecondsAfterFinished != nil && finished != nil && finished.Status == metav1.ConditionTrue && !finished.LastTransitionTime.IsZero() {
+		t := finished.LastTransitionTime.Add(time.Duration(*l.TTLSecondsAfterFinished) * time.Second)
+		if at == nil || t.Before(*at) {
+			at = &t
+		}
+	}
+	return at
+}
+
+// ClaimAction is what an expired claim's second pass does.
+type ClaimAction string
+
+// The actions of the claim shutdown policies.
+const (
+	// ClaimDelete deletes the claim with background propagation (Delete).
+	ClaimDelete ClaimAction = "DeleteClaim"
+	// ClaimDeleteForeground deletes the claim with foreground propagation, so the claim lingers
+	// until its Sandbox and Pod are gone (DeleteForeground).
+	ClaimDeleteForeground ClaimAction = "DeleteClaimForeground"
+	// ClaimDeleteSandbox deletes the claim's Sandbox, if the claim controls it, and keeps the claim
+	// (Retain, the default).
+	ClaimDeleteSandbox ClaimAction = "DeleteSandbox"
+)
+
+// ClaimExpiryDecision is what the controller does about a claim's lifecycle in this pass.
+type ClaimExpiryDecision struct {
+	Step ExpiryStep `json:"step"`
+	// Action is set on CleanUp.
+	Action ClaimAction `json:"action,omitempty"`
+	// RequeueAfter is when to look again: at expiry while not expired, 1ms after marking.
+	RequeueAfter metav1.Duration `json:"requeueAfter,omitzero"`
+}
+
+// ClaimExpiry decides, given the time, upstream's two-pass claim expiry: the first expired pass
+// marks Ready=False/ClaimExpired, the next one carries out the shutdown policy.
+func ClaimExpiry(claim *extv1beta1.SandboxClaim, now time.Time) ClaimExpiryDecision {
+	at := ClaimExpireAt(claim)
+	if at == nil {
+		return ClaimExpiryDecision{Step: NotExpired}
+	}
+	if now.Before(*at) {
+		return ClaimExpiryDecision{Step: NotExpired, RequeueAfter: metav1.Duration{Duration: at.Sub(now)}}
+	}
+	if c := meta.FindStatusCondition(claim.Status.Conditions, agentsv1beta1.ConditionReady); c == nil || c.Reason != extv1beta1.ClaimExpiredReason {
+		return ClaimExpiryDecision{Step: MarkExpired, RequeueAfter: metav1.Duration{Duration: time.Millisecond}}
+	}
+	d := ClaimExpiryDecision{Step: CleanUp, Action: ClaimDeleteSandbox}
+	switch claim.Spec.Lifecycle.ShutdownPolicy {
+	case extv1beta1.ShutdownPolicyDelete:
+		d.Action = ClaimDelete
+	case extv1beta1.ShutdownPolicyDeleteForeground:
+		d.Action = ClaimDeleteForeground
+	}
+	return d
+}
+
+// ClaimNotOwnedError is the error of a Retain cleanup that finds a Sandbox the claim does not
+// control: upstream reports it as ClaimExpired and skips the deletion.
+func ClaimNotOwnedError(sandbox, claim string) *ClaimError {
+	return &ClaimError{Reason: extv1beta1.ClaimExpiredReason,
+		Err: fmt.Sprintf("sandbox not owned by this claim: sandbox %q is not owned by claim %q", sandbox, claim)}
+}
+
+// ClaimObservation is what the controller knows about a claim after its pass.
+type ClaimObservation struct {
+	// Sandbox is the claim's Sandbox as observed, nil if there is none.
+	Sandbox *agentsv1beta1.Sandbox
+	// Err is why the claim has no Sandbox, if it is a claim problem.
+	Err *ClaimError
+	// Expired is set once the claim's lifecycle has ended (ClaimExpiry is not NotExpired).
+	Expired bool
+}
+
+// ClaimStatus is the status upstream writes for a claim: Ready from the error (by reason), the
+// expiry, or the Sandbox (its Ready condition copied, with the claim's generation); Finished
+// mirrored from the Sandbox (kept while an expired claim's Sandbox is gone); the Sandbox's name and
+// pod IPs. Conditions are sorted by type, as upstream sorts them before writing.
+func ClaimStatus(claim *extv1beta1.SandboxClaim, obs ClaimObservation, now metav1.Time) extv1beta1.SandboxClaimStatus {
+	st := *claim.Status.DeepCopy()
+	ready := claimReady(claim, obs)
+	if ready.LastTransitionTime.IsZero() {
+		ready.LastTransitionTime = now
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+
+	switch {
+	case obs.Sandbox != nil:
+		if f := meta.FindStatusCondition(obs.Sandbox.Status.Conditions, agentsv1beta1.ConditionFinished); f != nil {
+			meta.SetStatusCondition(&st.Conditions, *f)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, agentsv1beta1.ConditionFinished)
+		}
+	case !obs.Expired:
+		meta.RemoveStatusCondition(&st.Conditions, agentsv1beta1.ConditionFinished)
+	}
+
+	switch {
+	case obs.Sandbox != nil:
+		st.SandboxStatus.Name = obs.Sandbox.Name
+		st.SandboxStatus.PodIPs = slices.Clone(obs.Sandbox.Status.PodIPs)
+	case obs.Err == nil || obs.Err.Reason == extv1beta1.ClaimExpiredReason:
+		st.SandboxStatus = extv1beta1.SandboxStatus{}
+	}
+	slices.SortStableFunc(st.Conditions, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+	return st
+}
+
+func claimReady(claim *extv1beta1.SandboxClaim, obs ClaimObservation) metav1.Condition {
+	c := metav1.Condition{Type: agentsv1beta1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: claim.Generation}
+	switch {
+	case obs.Err != nil:
+		c.Reason, c.Message = obs.Err.Reason, obs.Err.ConditionMessage()
+		if obs.Err.Reason == extv1beta1.ClaimExpiredReason {
+			c.Message = "Claim expired. " + obs.Err.Err + "; deletion skipped."
+		}
+	case obs.Expired:
+		c.Reason, c.Message = extv1beta1.ClaimExpiredReason, ClaimExpiredMessage
+	case obs.Sandbox == nil:
+		c.Reason, c.Message = ReasonSandboxMissing, "Sandbox does not exist"
+	default:
+		sbReady := meta.FindStatusCondition(obs.Sandbox.Status.Conditions, agentsv1beta1.ConditionReady)
+		switch {
+		case sbReady == nil:
+			c.Reason, c.Message = ReasonSandboxNotReady, "Sandbox is not ready"
+		case sbReady.Reason == agentsv1beta1.ReasonSandboxExpired:
+			c.Reason, c.Message = agentsv1beta1.ReasonSandboxExpired, "Underlying Sandbox resource has expired independently of the Claim."
+		default:
+			c = *sbReady.DeepCopy()
+			c.ObservedGeneration = claim.Generation
+		}
+	}
+	return c
+}

@@ -1,0 +1,68 @@
+package render
+
+import (
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+// NetworkPolicyName is the name of a template's NetworkPolicy.
+func NetworkPolicyName(template string) string { return template + "-network-policy" }
+
+// TemplateNetworkPolicy is the NetworkPolicy a SandboxTemplate implies, or nil when its
+// networkPolicyManagement is Unmanaged (a controller then deletes one the template owns). It
+// selects the template's pods by their sandbox-template-ref-hash label and always names both
+// policy types. networkPolicy unset means the secure default; set (even to {}) means its rules
+// verbatim, an empty direction denying everything.
+func TemplateNetworkPolicy(t *extv1beta1.SandboxTemplate, opts Options) *networkingv1.NetworkPolicy {
+	if t.Spec.NetworkPolicyManagement == extv1beta1.NetworkPolicyManagementUnmanaged {
+		return nil
+	}
+	selector := map[string]string{agentsv1beta1.SandboxTemplateRefHashLabel: NameHash(t.Name)}
+	var spec networkingv1.NetworkPolicySpec
+	if t.Spec.NetworkPolicy == nil {
+		spec = opts.Policies.NetworkPolicy.DefaultSpec(selector)
+	} else {
+		custom := t.Spec.NetworkPolicy.DeepCopy()
+		spec = networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: selector},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress:     custom.Ingress,
+			Egress:      custom.Egress,
+		}
+	}
+	return &networkingv1.NetworkPolicy{
+		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            NetworkPolicyName(t.Name),
+			Namespace:       t.Namespace,
+			OwnerReferences: controllerRef(extv1beta1.GroupVersion, extv1beta1.SandboxTemplateKind, t),
+		},
+		Spec: spec,
+	}
+}
+
+// usesSecureDefaultPolicy reports whether a template's pods run under the secure-default
+// NetworkPolicy, which is what turns on upstream's DNS override.
+func usesSecureDefaultPolicy(t *extv1beta1.SandboxTemplate) bool {
+	m := t.Spec.NetworkPolicyManagement
+	return (m == "" || m == extv1beta1.NetworkPolicyManagementManaged) && t.Spec.NetworkPolicy == nil
+}
+
+// ValidateTemplate checks a template the way ValidateSandbox checks a Sandbox (the children of
+// every Sandbox made from it must be creatable) and applies the policy packs to a copy of its
+// pod spec, so a violation is reported once, on the template, rather than on every claim.
+func ValidateTemplate(t *extv1beta1.SandboxTemplate, opts Options) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	if len(t.Spec.PodTemplate.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(spec.Child("podTemplate", "spec", "containers"), "a template needs at least one container"))
+	}
+	errs = append(errs, validateVolumeClaimTemplateNames(t.Spec.VolumeClaimTemplates, spec.Child("volumeClaimTemplates"))...)
+	pod := t.Spec.PodTemplate.Spec.DeepCopy()
+	errs = append(errs, opts.Policies.Packs.ApplyPod(pod, spec.Child("podTemplate", "spec"))...)
+	return errs
+}
