@@ -128,7 +128,9 @@ func renderSandbox(sb *agentsv1beta1.Sandbox, ctrl controller, opts Options) (*S
 
 // StandaloneNetworkPolicyName is the name of the policy the standalone-network-policy pack gives
 // a hand-written Sandbox; the prefix keeps it apart from a template's <template>-network-policy.
-func StandaloneNetworkPolicyName(sandbox string) string { return "sandbox-" + sandbox + "-network-policy" }
+func StandaloneNetworkPolicyName(sandbox string) string {
+	return "sandbox-" + sandbox + "-network-policy"
+}
 
 func standaloneNetworkPolicy(sb *agentsv1beta1.Sandbox, hash string, opts Options) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
