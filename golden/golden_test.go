@@ -19,8 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/policies"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
@@ -32,6 +35,28 @@ type caseConfig struct {
 	ClusterDomain string `json:"clusterDomain,omitempty"`
 	// Now is the time of a controller pass (plan cases only).
 	Now *metav1.Time `json:"now,omitempty"`
+	// Adopt names warm Sandboxes to be adopted by claims (plan cases only): claim name → Sandbox
+	// name, in the namespace of the claim.
+	Adopt map[string]string `json:"adopt,omitempty"`
+	// Options are render options: policies, allowed label domains, warm pool eviction.
+	Options *renderOptions `json:"options,omitempty"`
+}
+
+// renderOptions is the subset of render.Options a case can set.
+type renderOptions struct {
+	Policies                policies.Config `json:"policies,omitempty"`
+	AllowedLabelDomains     []string        `json:"allowedLabelDomains,omitempty"`
+	DisableWarmPoolEviction bool            `json:"disableWarmPoolEviction,omitempty"`
+}
+
+func (c caseConfig) renderOptions() render.Options {
+	o := render.Options{ClusterDomain: c.ClusterDomain}
+	if c.Options != nil {
+		o.Policies = c.Options.Policies
+		o.AllowedLabelDomains = c.Options.AllowedLabelDomains
+		o.DisableWarmPoolEviction = c.Options.DisableWarmPoolEviction
+	}
+	return o
 }
 
 // renderFunc turns input objects into output bytes, or an error whose text is the golden.
@@ -222,7 +247,7 @@ func writeFile(t *testing.T, path string, b []byte) {
 // expandFunc is the declarative render: the manifests plus their children.
 func expandFunc(cfg caseConfig) renderFunc {
 	return func(objs []*unstructured.Unstructured) ([]byte, error) {
-		out, err := bundle.Expand(objs, render.Options{ClusterDomain: cfg.ClusterDomain})
+		out, err := bundle.Expand(objs, cfg.renderOptions())
 		if err != nil {
 			return nil, err
 		}
@@ -230,13 +255,16 @@ func expandFunc(cfg caseConfig) renderFunc {
 	}
 }
 
-// planFunc is one controller pass per Sandbox of the input, against the Pods, Services and PVCs
-// of the input standing for what the controller observed in the cluster.
+// planFunc is one controller pass per object of the input: for each Sandbox against the Pods,
+// Services and PVCs of the input (what the controller observed); for each claim its expiry
+// decision and status against the Sandboxes of the input (or, for claims named in config.yaml's
+// adopt, the warm adoption); for each pool its status and stale members.
 func planFunc(cfg caseConfig) renderFunc {
 	return func(objs []*unstructured.Unstructured) ([]byte, error) {
 		if cfg.Now == nil {
 			return nil, errors.New("plan cases need config.yaml with now")
 		}
+		opts := cfg.renderOptions()
 		var sources, observed []*unstructured.Unstructured
 		for _, o := range objs {
 			if manifest.IsAgentSandbox(o) {
@@ -250,46 +278,151 @@ func planFunc(cfg caseConfig) renderFunc {
 			return nil, err
 		}
 		var plans []*unstructured.Unstructured
-		for _, sb := range b.Sandboxes {
-			obs := render.ObservedChildren{}
-			for _, o := range observed {
-				if o.GetNamespace() != sb.Namespace {
-					continue
-				}
-				switch o.GetKind() {
-				case "Pod":
-					p := &corev1.Pod{}
-					mustConvert(o, p)
-					obs.Pods = append(obs.Pods, p)
-				case "Service":
-					if o.GetName() == sb.Name {
-						s := &corev1.Service{}
-						mustConvert(o, s)
-						obs.Service = s
-					}
-				case "PersistentVolumeClaim":
-					p := &corev1.PersistentVolumeClaim{}
-					mustConvert(o, p)
-					obs.PVCs = append(obs.PVCs, p)
-				}
-			}
-			// Observation order must not matter either.
-			slices.SortFunc(obs.Pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-			plan := render.PlanSandbox(sb, obs, *cfg.Now, render.Options{ClusterDomain: cfg.ClusterDomain})
+		add := func(kind, namespace, name string, plan any) error {
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(plan)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			u := &unstructured.Unstructured{Object: m}
 			u.SetAPIVersion("golden.sandbox-gitops.dev/v1alpha1")
-			u.SetKind("SandboxPlan")
-			u.SetNamespace(sb.Namespace)
-			u.SetName(sb.Name)
+			u.SetKind(kind)
+			u.SetNamespace(namespace)
+			u.SetName(name)
 			plans = append(plans, u)
+			return nil
+		}
+		for _, sb := range b.Sandboxes {
+			plan := render.PlanSandbox(sb, observe(sb, observed), *cfg.Now, opts)
+			if err := add("SandboxPlan", sb.Namespace, sb.Name, plan); err != nil {
+				return nil, err
+			}
+		}
+		for _, c := range b.Claims {
+			if err := add("ClaimPlan", c.Namespace, c.Name, planClaim(c, b, cfg, opts)); err != nil {
+				return nil, err
+			}
+		}
+		for _, p := range b.Pools {
+			if err := add("PoolPlan", p.Namespace, p.Name, planPool(p, b, opts)); err != nil {
+				return nil, err
+			}
 		}
 		manifest.SortCanonical(plans)
 		return manifest.Encode(plans)
 	}
+}
+
+func observe(sb *agentsv1beta1.Sandbox, observed []*unstructured.Unstructured) render.ObservedChildren {
+	obs := render.ObservedChildren{}
+	for _, o := range observed {
+		if o.GetNamespace() != sb.Namespace {
+			continue
+		}
+		switch o.GetKind() {
+		case "Pod":
+			p := &corev1.Pod{}
+			mustConvert(o, p)
+			obs.Pods = append(obs.Pods, p)
+		case "Service":
+			if o.GetName() == sb.Name {
+				s := &corev1.Service{}
+				mustConvert(o, s)
+				obs.Service = s
+			}
+		case "PersistentVolumeClaim":
+			p := &corev1.PersistentVolumeClaim{}
+			mustConvert(o, p)
+			obs.PVCs = append(obs.PVCs, p)
+		}
+	}
+	// Observation order must not matter either.
+	slices.SortFunc(obs.Pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return obs
+}
+
+// claimPlan is what the golden shows of a claim's pass.
+type claimPlan struct {
+	Expiry  render.ClaimExpiryDecision    `json:"expiry"`
+	Adopted *agentsv1beta1.Sandbox        `json:"adopted,omitempty"`
+	Status  extv1beta1.SandboxClaimStatus `json:"status"`
+}
+
+func planClaim(c *extv1beta1.SandboxClaim, b *manifest.Bundle, cfg caseConfig, opts render.Options) claimPlan {
+	plan := claimPlan{Expiry: render.ClaimExpiry(c, cfg.Now.Time)}
+	cp := render.ResolveClaim(c, b.Pools, b.Templates)
+	obs := render.ClaimObservation{Expired: plan.Expiry.Step != render.NotExpired}
+	name := c.Status.SandboxStatus.Name
+	if name == "" {
+		name = c.Name
+	}
+	if warm, ok := cfg.Adopt[c.Name]; ok {
+		name = warm
+	}
+	for _, sb := range b.Sandboxes {
+		if sb.Namespace == c.Namespace && sb.Name == name {
+			obs.Sandbox = sb
+		}
+	}
+	switch {
+	case cfg.Adopt[c.Name] != "" && obs.Sandbox != nil:
+		adopted, err := render.AdoptWarmSandbox(obs.Sandbox, c, cp.Template)
+		if err != nil {
+			obs.Err = err
+			obs.Sandbox = nil
+			break
+		}
+		plan.Adopted = adopted
+		obs.Sandbox = adopted
+	case obs.Sandbox == nil && !obs.Expired:
+		if _, err := render.ClaimSandbox(c, cp, opts); err != nil {
+			obs.Err = err
+		}
+	}
+	plan.Status = render.ClaimStatus(c, obs, *cfg.Now)
+	return plan
+}
+
+// poolPlan is what the golden shows of a pool's pass.
+type poolPlan struct {
+	Status extv1beta1.SandboxWarmPoolStatus `json:"status"`
+	// Stale lists the members that no longer match the template.
+	Stale []string `json:"stale,omitempty"`
+	// NewMembers are the names the next members would get.
+	NewMembers []string `json:"newMembers,omitempty"`
+}
+
+func planPool(p *extv1beta1.SandboxWarmPool, b *manifest.Bundle, opts render.Options) poolPlan {
+	var members []*agentsv1beta1.Sandbox
+	taken := map[string]bool{}
+	for _, sb := range b.Sandboxes {
+		taken[sb.Name] = true
+		if render.PoolMember(p, sb) {
+			members = append(members, sb)
+		}
+	}
+	slices.SortFunc(members, func(a, b *agentsv1beta1.Sandbox) int { return strings.Compare(a.Name, b.Name) })
+	plan := poolPlan{Status: render.PoolStatus(p, members)}
+	var t *extv1beta1.SandboxTemplate
+	for _, c := range b.Templates {
+		if c.Namespace == p.Namespace && c.Name == p.Spec.TemplateRef.Name {
+			t = c
+		}
+	}
+	if t != nil {
+		hashes, err := render.TemplateHashes(t)
+		if err != nil {
+			panic(err)
+		}
+		for _, m := range members {
+			if render.IsStale(m, t, hashes, opts) {
+				plan.Stale = append(plan.Stale, m.Name)
+			}
+		}
+	}
+	if missing := int(render.Replicas(p)) - len(members); missing > 0 {
+		plan.NewMembers = render.PoolMemberNames(p.Namespace, p.Name, missing, taken)
+	}
+	return plan
 }
 
 func mustConvert(u *unstructured.Unstructured, into any) {

@@ -58,11 +58,11 @@ func (e *ClaimError) FieldError() *field.Error {
 		fe := field.NotFound(e.Field, e.Value)
 		fe.Detail = detail
 		return fe
-	case ReasonEnvVarsInjectionRejected:
-		return field.Forbidden(e.Field, detail)
-	default:
-		return field.Invalid(e.Field, e.Value, detail)
 	}
+	if e.Value == nil {
+		return field.Forbidden(e.Field, detail)
+	}
+	return field.Invalid(e.Field, e.Value, detail)
 }
 
 // Upstream's error texts.

@@ -49,7 +49,11 @@ type Input struct {
 // are returned then: a render either succeeds whole or writes nothing.
 func Render(in *Input, opts Options) ([]Child, error) {
 	if errs := opts.Policies.Validate(field.NewPath("policies")); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid render options: %w", errs.ToAggregate())
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return nil, fmt.Errorf("invalid render options: %s", strings.Join(msgs, "; "))
 	}
 	r := &renderer{opts: opts, made: map[string]Child{}}
 	// Work in name order so that errors, and which of two colliding objects is reported first, do
