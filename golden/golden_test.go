@@ -90,8 +90,9 @@ func TestGolden(t *testing.T) {
 			})
 		}
 	}
-	if total < 25 {
-		t.Errorf("only %d golden cases; the suite promises at least 25", total)
+	// 25 cases came with the Sandbox render, 40 more with templates, claims and pools.
+	if total < 65 {
+		t.Errorf("only %d golden cases; the suite promises at least 65", total)
 	}
 }
 
@@ -115,6 +116,10 @@ func runCase(t *testing.T, dir string, mk func(caseConfig) renderFunc, idempoten
 		} else {
 			writeFile(t, expectedFile, got)
 		}
+	}
+	wantErr := strings.HasPrefix(filepath.Base(dir), "err-")
+	if wantErr != (err != nil) {
+		t.Fatalf("case %s: render error = %v; cases named err-* must fail and only they", filepath.Base(dir), err)
 	}
 	if err != nil {
 		want, rerr := os.ReadFile(errorsFile)
@@ -298,12 +303,14 @@ func planFunc(cfg caseConfig) renderFunc {
 			}
 		}
 		for _, c := range b.Claims {
-			if err := add("ClaimPlan", c.Namespace, c.Name, planClaim(c, b, cfg, opts)); err != nil {
+			plan := planClaim(c, b, cfg, opts)
+			if err := add("ClaimPlan", c.Namespace, c.Name, &plan); err != nil {
 				return nil, err
 			}
 		}
 		for _, p := range b.Pools {
-			if err := add("PoolPlan", p.Namespace, p.Name, planPool(p, b, opts)); err != nil {
+			plan := planPool(p, b, opts)
+			if err := add("PoolPlan", p.Namespace, p.Name, &plan); err != nil {
 				return nil, err
 			}
 		}

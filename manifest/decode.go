@@ -162,11 +162,11 @@ func (b *Bundle) add(all map[schema.GroupVersionKind]*versionSchema, o *unstruct
 	return nil
 }
 
-// fromUnstructured decodes an admitted object. After schema validation a failure here is a type
-// the schema could not express; it is still reported as a field error on the object.
+// fromUnstructured decodes an admitted object. The schema checked the spec, so a failure here is
+// almost always malformed metadata (which CRD schemas do not describe), say a number as a uid.
 func fromUnstructured(obj map[string]any, into runtime.Object) *field.Error {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into); err != nil {
-		return field.Invalid(field.NewPath("spec"), "", err.Error())
+		return field.TypeInvalid(field.NewPath("metadata"), "", "cannot decode the object, check the types of its metadata fields: "+err.Error())
 	}
 	return nil
 }
