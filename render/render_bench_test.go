@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
 // benchSandboxes builds n Sandboxes of the shape the issue names: one container, one volume
@@ -65,4 +66,52 @@ func BenchmarkRender10kSandboxes(b *testing.B) {
 	sandboxes := float64(n) * float64(b.N)
 	b.ReportMetric(sandboxes/b.Elapsed().Seconds(), "sandboxes/s")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/sandboxes, "B/sandbox")
+}
+
+// benchBundle builds the bundle of the extensions benchmark: templates, pools of ten members
+// and claims spread evenly over them, in 100 namespaces.
+func benchBundle(templates, claims int) *Input {
+	in := &Input{}
+	for i := range templates {
+		ns := fmt.Sprintf("team-%02d", i%100)
+		t := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tmpl-%04d", i), Namespace: ns}}
+		t.Spec.PodTemplate = benchSandboxes(1)[0].Spec.PodTemplate
+		t.Spec.VolumeClaimTemplates = benchSandboxes(1)[0].Spec.VolumeClaimTemplates
+		t.Spec.Service = ptr.To(true)
+		t.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagementManaged
+		t.Spec.EnvVarsInjectionPolicy = extv1beta1.EnvVarsInjectionPolicyAllowed
+		t.Spec.VolumeClaimTemplatesPolicy = extv1beta1.VolumeClaimTemplatesPolicyDisallowed
+		in.Templates = append(in.Templates, t)
+		p := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pool-%04d", i), Namespace: ns}}
+		p.Spec.Replicas = ptr.To[int32](10)
+		p.Spec.TemplateRef.Name = t.Name
+		in.Pools = append(in.Pools, p)
+	}
+	for i := range claims {
+		p := in.Pools[i%templates]
+		c := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("claim-%05d", i), Namespace: p.Namespace}}
+		c.Spec.WarmPoolRef.Name = p.Name
+		c.Spec.Env = []extv1beta1.EnvVar{{Name: "TASK", Value: "bench"}}
+		c.Spec.AdditionalPodMetadata.Labels = map[string]string{"sandbox.users.io/session": fmt.Sprintf("s%d", i)}
+		in.Claims = append(in.Claims, c)
+	}
+	return in
+}
+
+// BenchmarkRenderExtensionsBundle renders 1,000 templates, 1,000 warm pools of 10 members and
+// 10,000 claims per iteration: 1,000 NetworkPolicies and 20,000 Sandboxes with their Pods, PVCs
+// and Services. Target: under 2 s per iteration on one core.
+func BenchmarkRenderExtensionsBundle(b *testing.B) {
+	in := benchBundle(1000, 10000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		children, err := Render(in, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if want := 1000 + 20000*4; len(children) != want {
+			b.Fatalf("rendered %d objects, want %d", len(children), want)
+		}
+	}
 }
