@@ -1,0 +1,360 @@
+package argocd
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	lua "github.com/yuin/gopher-lua"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*/*.expected.yaml and argocd-cm-health.yaml from the scripts")
+
+// check ties a health script to the kind it is installed for.
+type check struct {
+	dir    string // testdata/<dir>
+	group  string
+	kind   string
+	script string
+}
+
+var checks = []check{
+	{dir: "sandbox", group: "agents.x-k8s.io", kind: "Sandbox", script: "health/sandbox.lua"},
+	{dir: "sandboxclaim", group: "extensions.agents.x-k8s.io", kind: "SandboxClaim", script: "health/sandboxclaim.lua"},
+	{dir: "sandboxwarmpool", group: "extensions.agents.x-k8s.io", kind: "SandboxWarmPool", script: "health/sandboxwarmpool.lua"},
+}
+
+// configMapKey is the argocd-cm key Argo CD reads a health check for group/kind from.
+func (c check) configMapKey() string {
+	return "resource.customizations.health." + c.group + "_" + c.kind
+}
+
+// healthStatus is what Argo CD reads from the table a health script returns.
+type healthStatus struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// The codes Argo CD accepts from a script (gitops-engine health.HealthStatusCode); anything else
+// is shown as Unknown with invalidHealthStatus.
+var validStatuses = []string{"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
+
+const invalidHealthStatus = "Lua returned an invalid health status"
+
+// runHealthLua evaluates a health script the way Argo CD's util/lua VM does at v3
+// (argoproj/argo-cd@37ee009): a state without the standard libraries except package, base and
+// table (Argo CD adds a reduced os library that these scripts do not use, so leaving it out only
+// makes the test stricter), a one-second deadline, the object as the global obj, and the returned
+// table read as {status, message}.
+func runHealthLua(script string, obj map[string]any) (healthStatus, error) {
+	l := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer l.Close()
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{
+		{lua.LoadLibName, lua.OpenPackage},
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.TabLibName, lua.OpenTable},
+	} {
+		if err := l.CallByParam(lua.P{Fn: l.NewFunction(lib.open), NRet: 0, Protect: true}, lua.LString(lib.name)); err != nil {
+			return healthStatus{}, fmt.Errorf("open %s library: %w", lib.name, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	l.SetContext(ctx)
+	l.SetGlobal("obj", toLua(l, obj))
+
+	if err := l.DoString(script); err != nil {
+		return healthStatus{}, err
+	}
+	ret, ok := l.Get(-1).(*lua.LTable)
+	if !ok {
+		return healthStatus{}, fmt.Errorf("script returned %s, want a table", l.Get(-1).Type())
+	}
+	var hs healthStatus
+	for field, dst := range map[string]*string{"status": &hs.Status, "message": &hs.Message} {
+		switch v := ret.RawGetString(field).(type) {
+		case lua.LString:
+			*dst = string(v)
+		case *lua.LNilType:
+		default:
+			return healthStatus{}, fmt.Errorf("hs.%s is a %s, want a string", field, v.Type())
+		}
+	}
+	if !slices.Contains(validStatuses, hs.Status) {
+		return healthStatus{Status: "Unknown", Message: invalidHealthStatus}, nil
+	}
+	return hs, nil
+}
+
+// toLua converts an unstructured value as Argo CD's decodeValue does: integers and floats become
+// numbers, lists become sequences (1-based, so ipairs works), maps become tables.
+func toLua(l *lua.LState, value any) lua.LValue {
+	switch v := value.(type) {
+	case bool:
+		return lua.LBool(v)
+	case string:
+		return lua.LString(v)
+	case int64:
+		return lua.LNumber(v)
+	case float64:
+		return lua.LNumber(v)
+	case []any:
+		t := l.CreateTable(len(v), 0)
+		for _, item := range v {
+			t.Append(toLua(l, item))
+		}
+		return t
+	case map[string]any:
+		t := l.CreateTable(0, len(v))
+		for key, item := range v {
+			t.RawSetH(lua.LString(key), toLua(l, item))
+		}
+		return t
+	}
+	return lua.LNil
+}
+
+// readObject reads a fixture as the API server would hand it to Argo CD: unstructured, with
+// integers as int64.
+func readObject(t *testing.T, path string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(j); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return u
+}
+
+// fixtures lists testdata/<dir>/<case>.yaml, without the .expected.yaml files, sorted.
+func fixtures(t *testing.T, dir string) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []string
+	for _, p := range paths {
+		if !strings.HasSuffix(p, ".expected.yaml") {
+			cases = append(cases, p)
+		}
+	}
+	if len(cases) == 0 {
+		t.Fatalf("no fixtures in testdata/%s", dir)
+	}
+	return cases
+}
+
+func expectedPath(fixture string) string {
+	return strings.TrimSuffix(fixture, ".yaml") + ".expected.yaml"
+}
+
+// TestHealth runs every health script against its fixtures and compares with the golden
+// {status, message}; -update rewrites the goldens.
+func TestHealth(t *testing.T) {
+	for _, c := range checks {
+		script, err := os.ReadFile(c.script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fixture := range fixtures(t, c.dir) {
+			name := c.dir + "/" + strings.TrimSuffix(filepath.Base(fixture), ".yaml")
+			t.Run(name, func(t *testing.T) {
+				obj := readObject(t, fixture)
+				if gk := obj.GroupVersionKind().GroupKind(); gk != (schema.GroupKind{Group: c.group, Kind: c.kind}) {
+					t.Fatalf("fixture is a %s, want %s.%s", gk, c.kind, c.group)
+				}
+				got, err := runHealthLua(string(script), obj.Object)
+				if err != nil {
+					t.Fatalf("%s: %v", c.script, err)
+				}
+				if *update {
+					writeExpected(t, expectedPath(fixture), got)
+					return
+				}
+				var want healthStatus
+				data, err := os.ReadFile(expectedPath(fixture))
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if err := yaml.UnmarshalStrict(data, &want); err != nil {
+					t.Fatalf("%s: %v", expectedPath(fixture), err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s on %s: -want +got:\n%s", c.script, fixture, diff)
+				}
+			})
+		}
+	}
+}
+
+// writeExpected writes a golden with status before message, the order people read them in.
+func writeExpected(t *testing.T, path string, hs healthStatus) {
+	t.Helper()
+	message, err := yaml.Marshal(hs.Message)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := "status: " + hs.Status + "\nmessage: " + string(message)
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScriptsTolerateIncompleteObjects checks the scripts survive objects that only a broken or
+// foreign writer produces (Argo CD shows a script error as the resource's health message).
+func TestScriptsTolerateIncompleteObjects(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		obj    map[string]any
+	}{
+		"NoMetadataGeneration": {
+			reason: "objects built by hand (and some tests) carry no generation",
+			obj:    map[string]any{"metadata": map[string]any{"name": "x"}},
+		},
+		"ConditionWithoutReasonOrMessage": {
+			reason: "reason and message are required by metav1.Condition, but a foreign writer may omit them",
+			obj: map[string]any{
+				"metadata": map[string]any{"name": "x", "generation": int64(1)},
+				"status":   map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}},
+			},
+		},
+	}
+	for _, c := range checks {
+		script, err := os.ReadFile(c.script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, tc := range cases {
+			t.Run(c.dir+"/"+name, func(t *testing.T) {
+				got, err := runHealthLua(string(script), tc.obj)
+				if err != nil {
+					t.Fatalf("%s\n%s: %v", tc.reason, c.script, err)
+				}
+				if got.Status == "Unknown" {
+					t.Errorf("%s\n%s returned %+v", tc.reason, c.script, got)
+				}
+			})
+		}
+	}
+}
+
+const configMapFile = "argocd-cm-health.yaml"
+
+// TestConfigMapMatchesScripts guarantees the argocd-cm patch installs exactly the tested
+// scripts: same keys, byte-identical Lua. -update regenerates the file from the scripts.
+func TestConfigMapMatchesScripts(t *testing.T) {
+	onDisk, err := filepath.Glob(filepath.Join("health", "*.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tested []string
+	for _, c := range checks {
+		tested = append(tested, c.script)
+	}
+	if diff := cmp.Diff(tested, onDisk); diff != "" {
+		t.Errorf("health/*.lua without a kind in checks (or the reverse): -want +got:\n%s", diff)
+	}
+
+	scripts := map[string]string{}
+	for _, c := range checks {
+		data, err := os.ReadFile(c.script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scripts[c.configMapKey()] = string(data)
+	}
+
+	if *update {
+		out, err := renderConfigMap(scripts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(configMapFile, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	data, err := os.ReadFile(configMapFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(data, &cm); err != nil {
+		t.Fatalf("%s: %v", configMapFile, err)
+	}
+	if cm.APIVersion != "v1" || cm.Kind != "ConfigMap" || cm.Name != "argocd-cm" || cm.Namespace != "argocd" {
+		t.Errorf("%s is %s %s %s/%s, want the v1 ConfigMap argocd/argocd-cm", configMapFile, cm.APIVersion, cm.Kind, cm.Namespace, cm.Name)
+	}
+	if diff := cmp.Diff(scripts, cm.Data); diff != "" {
+		t.Errorf("%s differs from health/*.lua (run go test ./gitops/argocd -update): -want +got:\n%s", configMapFile, diff)
+	}
+}
+
+// renderConfigMap writes the argocd-cm patch with each script as a literal block scalar, which
+// keeps every byte of a script that ends in one newline and has no tabs or trailing blanks.
+func renderConfigMap(scripts map[string]string) ([]byte, error) {
+	var b strings.Builder
+	b.WriteString(`# Argo CD health checks for the agent-sandbox kinds, as a patch of the argocd-cm ConfigMap.
+#
+# Apply it with
+#   kubectl -n argocd patch configmap argocd-cm --type merge --patch-file argocd-cm-health.yaml
+# or list it under patches: in the kustomization that installs Argo CD.
+#
+# Generated from gitops/argocd/health/*.lua by go test ./gitops/argocd -update: edit the .lua
+# files, not this one. TestConfigMapMatchesScripts fails when the two differ by one byte.
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: argocd-cm
+  namespace: argocd
+  labels:
+    app.kubernetes.io/name: argocd-cm
+    app.kubernetes.io/part-of: argocd
+data:
+`)
+	keys := make([]string, 0, len(scripts))
+	for k := range scripts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		s := scripts[k]
+		if !strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n\n") || strings.Contains(s, "\t") {
+			return nil, fmt.Errorf("%s: a literal block scalar keeps the script only if it ends in exactly one newline and has no tabs", k)
+		}
+		b.WriteString("  " + k + ": |\n")
+		for line := range strings.Lines(s) {
+			if strings.TrimRight(line, " \n") != strings.TrimSuffix(line, "\n") {
+				return nil, fmt.Errorf("%s: trailing blanks in %q", k, line)
+			}
+			if line == "\n" {
+				b.WriteString("\n")
+				continue
+			}
+			b.WriteString("    " + line)
+		}
+	}
+	return []byte(b.String()), nil
+}
