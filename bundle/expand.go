@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
@@ -55,7 +56,8 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 	for _, o := range objs {
 		id := identity(o)
 		if seen[id] {
-			errs = append(errs, fmt.Errorf("%s appears twice in the input", describe(o)))
+			errs = append(errs, &render.InvalidError{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(),
+				Errs: field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"), o.GetName())}})
 			continue
 		}
 		seen[id] = true
@@ -65,9 +67,10 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 			continue
 		}
 		if got, _, _ := unstructured.NestedString(o.Object, child.MarkerPath...); got != child.MarkerValue {
-			errs = append(errs, fmt.Errorf("%s is in the input and would be overwritten by the object rendered from %s; "+
-				"remove it, or set %s to %q if it is an earlier render of that object",
-				describe(o), child.Parent, strings.Join(child.MarkerPath, "."), child.MarkerValue))
+			errs = append(errs, &render.InvalidError{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(),
+				Errs: field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"), fmt.Sprintf(
+					"an object of this name is rendered from %s; remove this one, or set %s to %q if it is an earlier render of that object",
+					child.Parent, strings.Join(child.MarkerPath, "."), child.MarkerValue))}})
 		}
 		// An earlier render of the child: replaced by the fresh one.
 	}

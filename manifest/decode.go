@@ -38,6 +38,15 @@ func (b *Bundle) Input() *render.Input {
 // a whole repository in one pass.
 type Errors []*render.InvalidError
 
+// Unwrap exposes each object's error to errors.As and to tree walks.
+func (e Errors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, ie := range e {
+		out[i] = ie
+	}
+	return out
+}
+
 func (e Errors) Error() string {
 	msgs := make([]string, len(e))
 	for i, ie := range e {

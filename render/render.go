@@ -151,8 +151,8 @@ func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, parent string, ctrl contr
 func (r *renderer) handWritten(sb *agentsv1beta1.Sandbox) {
 	if made, ok := r.made[sb.Namespace+"/"+sb.Name]; ok {
 		if sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel] != made.MarkerValue || sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == "" {
-			r.invalid(agentsv1beta1.SandboxKind, sb, field.Duplicate(field.NewPath("metadata", "name"),
-				sb.Name+" is also the name of the Sandbox rendered from "+made.Parent+"; rename one of them"))
+			r.invalid(agentsv1beta1.SandboxKind, sb, field.Forbidden(field.NewPath("metadata", "name"),
+				"a Sandbox of this name is rendered from "+made.Parent+"; rename one of them"))
 		}
 		return
 	}

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,11 +12,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
+	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
+	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
-	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 //go:embed example.yaml
@@ -29,79 +33,311 @@ const (
 	exitUsage    = 2
 )
 
-const usage = `Usage: sandbox-render [flags] [FILE|DIR|-]...
+// exitError carries the exit code of a failed command.
+type exitError struct {
+	code int
+	err  error
+}
 
-Renders agent-sandbox custom resources into the objects upstream's controllers create: for every
-Sandbox its Pod (unless suspended), the PVCs of its volumeClaimTemplates and, with service: true,
-its headless Service. Input is YAML or JSON: files, directories (every *.yaml, *.yml and *.json
-below them, in name order) or - for standard input. Output, on standard output, is the input
-followed by the rendered children, as one YAML stream sorted by kind, namespace and name. Objects
-of other kinds pass through unchanged.
+func (e *exitError) Error() string { return e.err.Error() }
 
-With no arguments, renders a bundled example Sandbox (print it with --example).
+func usageErr(format string, args ...any) error {
+	return &exitError{exitUsage, fmt.Errorf(format, args...)}
+}
 
-Input is checked as the API server would check it (unknown fields, schema, defaults) plus what
-would make a child impossible to create; every problem of every object is reported, and nothing
-is written unless the whole input is valid.
+const exitCodesHelp = `
+Exit codes:
+  0  done, no problems
+  1  the input has problems (each reported with its object, field and file)
+  2  usage, configuration or I/O error`
 
-Exit codes: 0 rendered; 1 the input has problems (reported on standard error); 2 usage or I/O error.
+const rootLong = `sandbox-render renders agent-sandbox custom resources (Sandbox, SandboxTemplate, SandboxClaim and
+SandboxWarmPool, v1beta1 or v1alpha1) into the objects upstream's controllers would create: for every
+template its NetworkPolicy, for every pool its member Sandboxes, for every claim its Sandbox, and for
+every Sandbox its Pod, PVCs and headless Service. So they can be reviewed in Git and applied by
+GitOps tools.
 
-Flags:
-`
+Run with no command and a ResourceList on standard input (as kustomize runs exec functions), or with
+the fn command, it is a KRM function configured by a SandboxRender functionConfig:
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("sandbox-render", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	clusterDomain := fl.String("cluster-domain", render.DefaultClusterDomain, "cluster DNS domain, used in Service FQDNs")
-	showExample := fl.Bool("example", false, "print the bundled example input and exit")
-	fl.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fl.PrintDefaults()
+  apiVersion: render.sandbox-gitops.dev/v1alpha1
+  kind: SandboxRender
+  metadata:
+    name: render
+    annotations:
+      config.kubernetes.io/function: |
+        exec:
+          path: ./sandbox-render
+  spec:
+    mode: expand            # or validate: results only, items unchanged
+    keepSources: true       # false emits only what the custom resources render to
+    clusterDomain: cluster.local
+    allowedLabelDomains: [sandbox.users.io]
+    policies:
+      networkPolicy: {dns: public-resolvers, routers: [...], extraEgressExceptions: [...]}
+      packs: {restricted: false, runtimeClass: {allowed: [gvisor]}, standaloneNetworkPolicy: false}
+` + exitCodesHelp
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sandbox-render",
+		Short:         "Render agent-sandbox custom resources into the objects they imply",
+		Long:          rootLong,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if isTerminal(stdin) {
+				return usageErr("no command given and standard input is a terminal; see sandbox-render --help")
+			}
+			data, err := io.ReadAll(stdin)
+			if err != nil {
+				return usageErr("reading standard input: %v", err)
+			}
+			if !bytes.Contains(data, []byte("ResourceList")) {
+				return usageErr("no command given and standard input is not a KRM ResourceList; see sandbox-render --help")
+			}
+			return runFunction(data, stdout, stderr)
+		},
 	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(fnCommand(stdin, stdout, stderr), renderCommand(stdin, stdout, stderr),
+		validateCommand(stdin, stdout, stderr), buildCommand(stdout, stderr))
+	return root
+}
+
+func fnCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "fn",
+		Short: "Run as a KRM function: a ResourceList on standard input, the result on standard output",
+		Long: `Runs as a KRM function (the same as running with no command and a ResourceList on standard
+input). Items that are not agent-sandbox objects pass through unchanged. Problems are written as
+results with severity, resourceRef, field and file (the file comes from the items' path annotations,
+or from kustomize's origin annotations with buildMetadata: [originAnnotations]); on an error the
+items are written unchanged and the exit code is 1.` + exitCodesHelp,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			data, err := io.ReadAll(stdin)
+			if err != nil {
+				return usageErr("reading standard input: %v", err)
+			}
+			return runFunction(data, stdout, stderr)
+		},
+	}
+}
+
+func runFunction(data []byte, stdout, stderr io.Writer) error {
+	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(data), Writer: stdout, KeepReaderAnnotations: true}
+	err := framework.Execute(krm.Processor, rw)
+	if err == nil {
+		return nil
+	}
+	var results framework.Results
+	if errors.As(err, &results) {
+		fmt.Fprint(stderr, krm.Format(results))
+		if results.ExitCode() == 0 {
+			return nil
 		}
-		return exitUsage
+		return &exitError{exitFindings, errors.New("the input has problems")}
 	}
-	if *showExample {
-		_, _ = stdout.Write(example)
-		return exitOK
-	}
+	return usageErr("%v", err)
+}
 
-	objs, err := readInputs(fl.Args(), stdin, stderr)
+type inputFlags struct {
+	config        string
+	clusterDomain string
+}
+
+func (f *inputFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.config, "config", "", "a SandboxRender functionConfig file with the render options (see sandbox-render --help)")
+	cmd.Flags().StringVar(&f.clusterDomain, "cluster-domain", "", "cluster DNS domain for Service FQDNs (overrides the config; default cluster.local)")
+}
+
+func (f *inputFlags) load() (*krm.SandboxRender, error) {
+	var data []byte
+	if f.config != "" {
+		var err error
+		if data, err = os.ReadFile(f.config); err != nil {
+			return nil, usageErr("reading --config: %v", err)
+		}
+	}
+	cfg, err := krm.ParseConfig(data)
 	if err != nil {
-		fmt.Fprintf(stderr, "sandbox-render: %v\n", err)
-		return exitUsage
+		return nil, usageErr("%v", err)
 	}
-	out, err := bundle.Expand(objs, render.Options{ClusterDomain: *clusterDomain})
-	if err != nil {
-		fmt.Fprintf(stderr, "sandbox-render: the input cannot be rendered:\n%v\n", err)
-		return exitFindings
+	if f.clusterDomain != "" {
+		cfg.Spec.ClusterDomain = f.clusterDomain
 	}
-	b, err := manifest.Encode(out)
-	if err != nil {
-		fmt.Fprintf(stderr, "sandbox-render: %v\n", err)
-		return exitUsage
+	return cfg, nil
+}
+
+func renderCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var flags inputFlags
+	var showExample bool
+	cmd := &cobra.Command{
+		Use:   "render [FILE|DIR|-]...",
+		Short: "Render YAML files, directories or standard input; with no argument, the bundled example",
+		Long: `Reads YAML or JSON from files, directories (every *.yaml, *.yml and *.json below them, in name
+order) or - (standard input), and writes the input followed by everything it renders, as one YAML
+stream sorted by kind, namespace and name. Objects of other kinds pass through unchanged.
+
+With no argument, renders a bundled example Sandbox (print it with --example).
+
+Input is checked as the API server would check it (unknown fields, schema, defaults) and for what
+would make a rendered object impossible to create; every problem of every object is reported, and
+nothing is written unless the whole input renders.` + exitCodesHelp,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if showExample {
+				_, err := stdout.Write(example)
+				return err
+			}
+			cfg, err := flags.load()
+			if err != nil {
+				return err
+			}
+			in, err := readInputs(args, stdin, stderr)
+			if err != nil {
+				return err
+			}
+			out, err := bundle.Expand(in.objs, cfg.Options())
+			if err != nil {
+				return in.findings(err, stderr)
+			}
+			if !*cfg.Spec.KeepSources {
+				kept := out[:0]
+				for _, o := range out {
+					if !in.source[o] || !manifest.IsAgentSandbox(o) {
+						kept = append(kept, o)
+					}
+				}
+				out = kept
+			}
+			b, err := manifest.Encode(out)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			_, err = stdout.Write(b)
+			return err
+		},
 	}
-	if _, err := stdout.Write(b); err != nil {
-		fmt.Fprintf(stderr, "sandbox-render: writing output: %v\n", err)
-		return exitUsage
+	flags.add(cmd)
+	cmd.Flags().BoolVar(&showExample, "example", false, "print the bundled example input and exit")
+	return cmd
+}
+
+func validateCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var flags inputFlags
+	cmd := &cobra.Command{
+		Use:   "validate [FILE|DIR|-]...",
+		Short: "Check that YAML files, directories or standard input render, without writing anything",
+		Long: `Reads input as render does and reports every problem of every agent-sandbox object, with the
+file, object and field; writes nothing on standard output.` + exitCodesHelp,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			cfg, err := flags.load()
+			if err != nil {
+				return err
+			}
+			in, err := readInputs(args, stdin, stderr)
+			if err != nil {
+				return err
+			}
+			if _, err := bundle.Expand(in.objs, cfg.Options()); err != nil {
+				return in.findings(err, stderr)
+			}
+			fmt.Fprintf(stderr, "%d objects checked: no problems\n", len(in.objs))
+			return nil
+		},
 	}
-	return exitOK
+	flags.add(cmd)
+	return cmd
+}
+
+func buildCommand(stdout, stderr io.Writer) *cobra.Command {
+	var outputDir string
+	cmd := &cobra.Command{
+		Use:   "build DIR",
+		Short: "Build a kustomization with the render function in process, as kustomize build --enable-exec would",
+		Long: `Builds the kustomization in DIR with sigs.k8s.io/kustomize/api, with the options of
+kustomize build --enable-alpha-plugins --enable-exec, so no kustomize binary is needed and the bytes
+are the same. SandboxRender function configs in the tree run as this executable, whatever path their
+exec annotation names. Other exec functions in the tree run as kustomize would run them.
+
+With --output-dir, writes one file per object (named as kustomize build -o names them) and a
+kustomization.yaml listing them, for the rendered-manifests pattern (Flux, or Argo CD without
+plugins). YAML files already in that directory are removed first, so deleted objects do not linger.` + exitCodesHelp,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return usageErr("locating this executable: %v", err)
+			}
+			m, err := kbuild.Build(args[0], self)
+			if err != nil {
+				return &exitError{exitFindings, err}
+			}
+			if outputDir == "" {
+				b, err := m.AsYaml()
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				_, err = stdout.Write(b)
+				return err
+			}
+			written, removed, err := kbuild.WriteDir(outputDir, m)
+			if err != nil {
+				return usageErr("writing %s: %v", outputDir, err)
+			}
+			for _, r := range removed {
+				fmt.Fprintf(stderr, "removed %s\n", r)
+			}
+			fmt.Fprintf(stderr, "wrote %d files to %s\n", len(written), outputDir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&outputDir, "output-dir", "o", "", "write one file per object into this directory instead of standard output")
+	return cmd
+}
+
+// inputs are parsed objects and where each came from.
+type inputs struct {
+	objs   []*unstructured.Unstructured
+	files  map[*unstructured.Unstructured]*framework.File
+	source map[*unstructured.Unstructured]bool
+}
+
+// findings reports a render error on stderr and returns the findings exit code.
+func (in *inputs) findings(err error, stderr io.Writer) error {
+	results := krm.Results(err, in.objs, func(u *unstructured.Unstructured) *framework.File { return in.files[u] })
+	fmt.Fprint(stderr, krm.Format(results))
+	return &exitError{exitFindings, fmt.Errorf("the input cannot be rendered: %d problem(s)", len(results))}
 }
 
 // readInputs reads every named source; with none, the bundled example.
-func readInputs(args []string, stdin io.Reader, stderr io.Writer) ([]*unstructured.Unstructured, error) {
+func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, error) {
+	in := &inputs{files: map[*unstructured.Unstructured]*framework.File{}, source: map[*unstructured.Unstructured]bool{}}
+	add := func(name string, data []byte) error {
+		objs, err := manifest.Parse(name, data)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		for i, o := range objs {
+			in.files[o] = &framework.File{Path: name, Index: i}
+			in.source[o] = true
+		}
+		in.objs = append(in.objs, objs...)
+		return nil
+	}
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "sandbox-render: no input given; rendering the bundled example (see --help)")
-		return manifest.Parse("example.yaml", example)
+		return in, add("example.yaml", example)
 	}
-	var objs []*unstructured.Unstructured
 	for _, a := range args {
 		files, err := expand(a)
 		if err != nil {
-			return nil, err
+			return nil, usageErr("%v", err)
 		}
 		for _, f := range files {
 			var data []byte
@@ -111,16 +347,14 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) ([]*unstructur
 				data, err = os.ReadFile(f)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", f, err)
+				return nil, usageErr("reading %s: %v", f, err)
 			}
-			o, err := manifest.Parse(f, data)
-			if err != nil {
+			if err := add(f, data); err != nil {
 				return nil, err
 			}
-			objs = append(objs, o...)
 		}
 	}
-	return objs, nil
+	return in, nil
 }
 
 // expand turns an argument into the files it names.
@@ -153,4 +387,31 @@ func expand(arg string) ([]string, error) {
 		err = fmt.Errorf("%s: no *.yaml, *.yml or *.json files", arg)
 	}
 	return files, err
+}
+
+// isTerminal reports whether r is a character device (a person at a terminal).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		fmt.Fprintf(stderr, "sandbox-render: %v\n", ee.err)
+		return ee.code
+	}
+	// cobra's own errors: unknown commands and flags, wrong argument counts.
+	fmt.Fprintf(stderr, "sandbox-render: %v\n", err)
+	return exitUsage
 }

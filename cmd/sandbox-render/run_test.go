@@ -14,7 +14,7 @@ import (
 
 func TestRunRendersTheBundledExample(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run(nil, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+	if code := run([]string{"render"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 	objs, err := manifest.Parse("stdout", stdout.Bytes())
@@ -41,14 +41,22 @@ func TestRunExitCodes(t *testing.T) {
 		args       []string
 		stdin      string
 		wantCode   int
+		wantStdout string
 		wantStderr string
 	}{
-		"help":            {args: []string{"--help"}, wantCode: exitOK, wantStderr: "Exit codes:"},
-		"unknown flag":    {args: []string{"--nope"}, wantCode: exitUsage, wantStderr: "flag provided but not defined"},
-		"missing file":    {args: []string{filepath.Join(dir, "absent.yaml")}, wantCode: exitUsage, wantStderr: "no such file"},
-		"invalid object":  {args: []string{bad}, wantCode: exitFindings, wantStderr: "Sandbox x: spec.podTemplate: Required value"},
-		"empty directory": {args: []string{t.TempDir()}, wantCode: exitUsage, wantStderr: "no *.yaml"},
-		"stdin":           {args: []string{"-"}, stdin: string(example), wantCode: exitOK},
+		"help":              {args: []string{"--help"}, wantCode: exitOK, wantStdout: "Exit codes:"},
+		"render help":       {args: []string{"render", "--help"}, wantCode: exitOK, wantStdout: "Exit codes:"},
+		"unknown flag":      {args: []string{"render", "--nope"}, wantCode: exitUsage, wantStderr: "unknown flag: --nope"},
+		"unknown command":   {args: []string{"rendr"}, wantCode: exitUsage, wantStderr: "unknown command"},
+		"no command":        {args: nil, stdin: "kind: Sandbox\n", wantCode: exitUsage, wantStderr: "not a KRM ResourceList"},
+		"missing file":      {args: []string{"render", filepath.Join(dir, "absent.yaml")}, wantCode: exitUsage, wantStderr: "no such file"},
+		"invalid object":    {args: []string{"render", bad}, wantCode: exitFindings, wantStderr: bad + ": error: Sandbox x: spec.podTemplate: Required value"},
+		"validate invalid":  {args: []string{"validate", bad}, wantCode: exitFindings, wantStderr: "spec.podTemplate: Required value"},
+		"validate clean":    {args: []string{"validate", "-"}, stdin: string(example), wantCode: exitOK, wantStderr: "1 objects checked: no problems"},
+		"empty directory":   {args: []string{"render", t.TempDir()}, wantCode: exitUsage, wantStderr: "no *.yaml"},
+		"stdin":             {args: []string{"render", "-"}, stdin: string(example), wantCode: exitOK, wantStdout: "kind: Pod"},
+		"bad config":        {args: []string{"render", "--config", bad}, wantCode: exitUsage, wantStderr: "functionConfig"},
+		"build missing dir": {args: []string{"build", filepath.Join(dir, "nowhere")}, wantCode: exitFindings, wantStderr: "nowhere"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -59,6 +67,9 @@ func TestRunExitCodes(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tc.wantStderr) {
 				t.Errorf("stderr does not contain %q:\n%s", tc.wantStderr, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.wantStdout) {
+				t.Errorf("stdout does not contain %q:\n%s", tc.wantStdout, stdout.String())
 			}
 			if tc.wantCode != exitOK && stdout.Len() > 0 {
 				t.Errorf("wrote output despite failing:\n%s", stdout.String())

@@ -1,0 +1,221 @@
+package krm
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+const sandbox = `
+apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: agent
+  namespace: default
+  annotations:
+    config.kubernetes.io/path: sandboxes/agent.yaml
+    config.kubernetes.io/index: '2'
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: agent
+        image: agent:1
+  service: true
+`
+
+const configMap = `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: untouched # a comment that must survive
+  annotations:
+    example.com/z: "1"
+    config.kubernetes.io/local-config: "true"
+data:
+  b: "2"
+  a: "1"
+`
+
+// run processes items with a functionConfig and returns the output ResourceList as text.
+func run(t *testing.T, config string, items ...string) (string, error) {
+	t.Helper()
+	var in bytes.Buffer
+	in.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+	for _, it := range items {
+		in.WriteString("- " + strings.ReplaceAll(strings.TrimSpace(it), "\n", "\n  ") + "\n")
+	}
+	if config != "" {
+		in.WriteString("functionConfig:\n  " + strings.ReplaceAll(strings.TrimSpace(config), "\n", "\n  ") + "\n")
+	}
+	var out bytes.Buffer
+	err := framework.Execute(Processor, &kio.ByteReadWriter{Reader: &in, Writer: &out, KeepReaderAnnotations: true})
+	return out.String(), err
+}
+
+func items(t *testing.T, rl string) []*kyaml.RNode {
+	t.Helper()
+	n, err := (&kio.ByteReader{Reader: strings.NewReader(rl), OmitReaderAnnotations: true}).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func kinds(nodes []*kyaml.RNode) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.GetKind()+"/"+n.GetName())
+	}
+	return out
+}
+
+func TestExpand(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		config string
+		want   []string
+	}{
+		"defaults": {
+			reason: "the sources are kept, the children added, the ConfigMap passed through",
+			want:   []string{"ConfigMap/untouched", "Pod/agent", "Sandbox/agent", "Service/agent"},
+		},
+		"drop sources": {
+			reason: "keepSources: false emits only what the custom resources render to",
+			config: "apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata:\n  name: r\nspec:\n  keepSources: false",
+			want:   []string{"ConfigMap/untouched", "Pod/agent", "Service/agent"},
+		},
+		"validate": {
+			reason: "validate mode changes nothing",
+			config: "apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata:\n  name: r\nspec:\n  mode: validate",
+			want:   []string{"Sandbox/agent", "ConfigMap/untouched"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := run(t, tc.config, sandbox, configMap)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", tc.reason, err, out)
+			}
+			if diff := cmp.Diff(tc.want, kinds(items(t, out))); diff != "" {
+				t.Errorf("%s: items (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestPassThroughIsByteIdentical: an item the function does not own comes out exactly as it went
+// in, comments, key order and annotations included (local-config too: kustomize drops it later).
+func TestPassThroughIsByteIdentical(t *testing.T) {
+	out, err := run(t, "", sandbox, configMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(strings.ReplaceAll(strings.TrimSpace(configMap), "\n", "\n  "))
+	if !strings.Contains(out, want) {
+		t.Errorf("the ConfigMap changed; want this text in the output:\n%s\noutput:\n%s", want, out)
+	}
+}
+
+func TestIdempotent(t *testing.T) {
+	first, err := run(t, "", sandbox, configMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again []string
+	for _, n := range items(t, first) {
+		again = append(again, n.MustString())
+	}
+	second, err := run(t, "", again...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("running the function on its own output changed it (-first +second):\n%s", diff)
+	}
+}
+
+func TestErrorsBecomeResults(t *testing.T) {
+	bad := strings.Replace(sandbox, "  service: true", "  service: true\n  operatingMode: Paused", 1)
+	out, err := run(t, "", bad, configMap)
+	if err == nil {
+		t.Fatal("an invalid Sandbox did not fail the function")
+	}
+	rl, perr := kyaml.Parse(out)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	results, _ := rl.Pipe(kyaml.Lookup("results"))
+	var got []framework.Result
+	if results == nil {
+		t.Fatalf("no results in:\n%s", out)
+	}
+	if err := results.YNode().Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := []framework.Result{{
+		Message:     `Sandbox default/agent: spec.operatingMode: Unsupported value: "Paused": supported values: "Running", "Suspended"`,
+		Severity:    framework.Error,
+		ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "agents.x-k8s.io/v1beta1", Kind: "Sandbox"}, NameMeta: kyaml.NameMeta{Name: "agent", Namespace: "default"}},
+		Field:       &framework.Field{Path: "spec.operatingMode", CurrentValue: "Paused"},
+		File:        &framework.File{Path: "sandboxes/agent.yaml", Index: 2},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	// The items are still written, unchanged: nothing half-rendered.
+	if diff := cmp.Diff([]string{"Sandbox/agent", "ConfigMap/untouched"}, kinds(items(t, out))); diff != "" {
+		t.Errorf("items (-want +got):\n%s", diff)
+	}
+}
+
+func TestGenerator(t *testing.T) {
+	config := `apiVersion: render.sandbox-gitops.dev/v1alpha1
+kind: SandboxRender
+metadata:
+  name: gen
+spec:
+  resources:
+  - apiVersion: agents.x-k8s.io/v1beta1
+    kind: Sandbox
+    metadata:
+      name: generated
+    spec:
+      podTemplate:
+        spec:
+          containers:
+          - name: a
+            image: a:1`
+	out, err := run(t, config)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if diff := cmp.Diff([]string{"Pod/generated", "Sandbox/generated"}, kinds(items(t, out))); diff != "" {
+		t.Errorf("items (-want +got):\n%s", diff)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := map[string]struct {
+		config string
+		want   string
+	}{
+		"unknown field": {"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  keepSource: false", `unknown field "spec.keepSource"`},
+		"bad mode":      {"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  mode: fix", `spec.mode: Unsupported value: "fix"`},
+		"wrong kind":    {"apiVersion: v1\nkind: ConfigMap\ndata: {}", "the functionConfig must be render.sandbox-gitops.dev/v1alpha1, kind SandboxRender"},
+		"bad policy":    {"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  policies:\n    networkPolicy:\n      dns: bind", `spec.policies.networkPolicy.dns: Unsupported value: "bind"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := run(t, tc.config, sandbox)
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Errorf("err = %v; want a result containing %q in:\n%s", err, tc.want, out)
+			}
+		})
+	}
+}
