@@ -161,4 +161,3 @@ func WriteDir(dir string, m resmap.ResMap) (written, removed []string, err error
 func fileName(gvk, name string) string {
 	return strings.ToLower(gvk) + "_" + strings.ToLower(name) + ".yaml"
 }
-
