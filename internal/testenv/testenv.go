@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -76,4 +77,26 @@ func StartAPIServer(t testing.TB) (*rest.Config, []*apiextensionsv1.CustomResour
 		}
 	})
 	return cfg, crds
+}
+
+var (
+	buildOnce   sync.Once
+	buildErr    error
+	buildOutput []byte
+)
+
+// SandboxRender builds this repository's sandbox-render into ./bin (the path the overlays' exec
+// functions name) once per test binary, and returns its path.
+func SandboxRender(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(RepoRoot(), "bin", "sandbox-render")
+	buildOnce.Do(func() {
+		cmd := exec.Command("go", "build", "-o", out, "./cmd/sandbox-render")
+		cmd.Dir = RepoRoot()
+		buildOutput, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("building sandbox-render: %v\n%s", buildErr, buildOutput)
+	}
+	return out
 }

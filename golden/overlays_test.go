@@ -1,0 +1,74 @@
+package golden
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
+)
+
+// TestOverlays builds every overlay three ways and requires the same bytes, equal to its golden
+// file (golden/testdata/overlays/<overlay>.yaml): the real kustomize binary from `make tools` with
+// --enable-alpha-plugins --enable-exec running the freshly built sandbox-render (the exec path
+// the overlays name), `sandbox-render build` (kustomize/api in process), and kbuild.Build called
+// directly, twice.
+func TestOverlays(t *testing.T) {
+	kustomize := testenv.Tool(t, "kustomize")
+	self := testenv.SandboxRender(t)
+	root := testenv.RepoRoot()
+	dirs, err := filepath.Glob(filepath.Join(root, "overlays", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no overlays found: %v", err)
+	}
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			viaKustomize := runCmd(t, kustomize, "build", "--enable-alpha-plugins", "--enable-exec", dir)
+			viaCLI := runCmd(t, self, "build", dir)
+			if diff := cmp.Diff(string(viaKustomize), string(viaCLI)); diff != "" {
+				t.Errorf("sandbox-render build differs from kustomize build (-kustomize +sandbox-render):\n%s", diff)
+			}
+			for i := range 2 {
+				m, err := kbuild.Build(dir, self)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := m.AsYaml()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(viaKustomize, b) {
+					t.Errorf("kbuild.Build (run %d) differs from kustomize build:\n%s", i+1, cmp.Diff(string(viaKustomize), string(b)))
+				}
+			}
+			golden := filepath.Join("testdata", "overlays", name+".yaml")
+			if *update {
+				writeFile(t, golden, viaKustomize)
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("no golden for overlay %s (run with -update): %v", name, err)
+			}
+			if diff := cmp.Diff(string(want), string(viaKustomize)); diff != "" {
+				t.Errorf("overlay %s (-golden +built):\n%s", name, diff)
+			}
+		})
+	}
+}
+
+func runCmd(t *testing.T, name string, args ...string) []byte {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", filepath.Base(name), args, err, stderr.String())
+	}
+	return stdout.Bytes()
+}
