@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,4 +72,35 @@ func runCmd(t *testing.T, name string, args ...string) []byte {
 		t.Fatalf("%s %v: %v\n%s", filepath.Base(name), args, err, stderr.String())
 	}
 	return stdout.Bytes()
+}
+
+// TestKustomizeReportsFindings: a malformed input makes the function, run by real kustomize, exit
+// non-zero with a finding that names the file, the object and the field; sandbox-render build
+// fails the same way.
+func TestKustomizeReportsFindings(t *testing.T) {
+	kustomize := testenv.Tool(t, "kustomize")
+	self := testenv.SandboxRender(t)
+	dir := filepath.Join("testdata", "kustomize", "claim-env-disallowed")
+	want := "claim.yaml: error: SandboxClaim team-a/my-claim: spec.env: Forbidden: EnvVarsInjectionRejected: " +
+		"environment variable injection rejected: environment variable injection is not allowed by the template policy"
+	for name, args := range map[string][]string{
+		"kustomize":      {kustomize, "build", "--enable-alpha-plugins", "--enable-exec", dir},
+		"sandbox-render": {self, "build", dir},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if err == nil {
+				t.Fatalf("the build succeeded:\n%s", stdout.String())
+			}
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr lacks the finding %q:\n%s", want, stderr.String())
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("a failed build wrote output:\n%s", stdout.String())
+			}
+		})
+	}
 }
