@@ -33,6 +33,7 @@ golden: ## Rewrite the golden files from the current render (review the diff lik
 
 bench: ## Run the benchmarks (figures go into the README).
 	go test -run '^$$' -bench . -benchmem -cpu 1 ./render/...
+	go test -run '^$$' -bench . -benchtime 3x ./cmd/sandbox-render/
 
 lint: ## gofmt and go vet; fails on any finding.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needs to run on:"; echo "$$out"; exit 1; fi

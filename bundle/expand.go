@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
@@ -37,11 +38,14 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 	rendered := make(map[string]render.Child, len(children))
 	out := make([]*unstructured.Unstructured, 0, len(objs)+len(children))
 	var errs []error
-	for _, c := range children {
-		u, err := toUnstructured(c.Object)
-		if err != nil {
-			return nil, err
-		}
+	converted := make([]*unstructured.Unstructured, len(children))
+	convErrs := make([]error, len(children))
+	parallel.Each(len(children), func(i int) { converted[i], convErrs[i] = toUnstructured(children[i].Object) })
+	if err := errors.Join(convErrs...); err != nil {
+		return nil, err
+	}
+	for i, c := range children {
+		u := converted[i]
 		id := identity(u)
 		if prev, dup := rendered[id]; dup {
 			errs = append(errs, fmt.Errorf("%s is rendered twice: from %s and from %s; rename one of them",

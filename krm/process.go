@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
@@ -25,85 +27,106 @@ const originAnnotation = "config.kubernetes.io/origin"
 // Processor is the function as a kyaml framework.ResourceListProcessor.
 var Processor = framework.ResourceListProcessorFunc(Process)
 
-// Process runs the function on a ResourceList. Items it does not own are passed through as the
-// very nodes it was given. Problems become results (severity, resource, field, file); if any is an
-// error, Process returns the results as its error (a non-zero exit) with the items still set: the
-// input items unchanged, nothing half-rendered.
+// Process runs the function on a ResourceList, as a kyaml framework.ResourceListProcessor. Items
+// it does not own are passed through as the very nodes it was given. Problems become results
+// (severity, resource, field, file); if any is an error, Process returns the results as its error
+// (a non-zero exit) with the items still set: the input items unchanged, nothing half-rendered.
 func Process(rl *framework.ResourceList) error {
+	out, err := process(rl)
+	if err != nil {
+		return err
+	}
+	items := make([]*kyaml.RNode, len(out))
+	for i, it := range out {
+		if it.node != nil {
+			items[i] = it.node
+			continue
+		}
+		if items[i], err = kyaml.FromMap(it.obj.Object); err != nil {
+			return fmt.Errorf("encoding %s %s: %w", it.obj.GetKind(), it.obj.GetName(), err)
+		}
+	}
+	rl.Items = items
+	if rl.Results.ExitCode() != 0 {
+		return rl.Results
+	}
+	return nil
+}
+
+// process computes the output items and sets rl.Results. On findings the output is the input,
+// unchanged.
+func process(rl *framework.ResourceList) ([]item, error) {
 	var cfgData []byte
 	if rl.FunctionConfig != nil {
 		s, err := rl.FunctionConfig.String()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfgData = []byte(s)
+	}
+	unchanged := func(nodes []*kyaml.RNode) []item {
+		out := make([]item, len(nodes))
+		for i, n := range nodes {
+			out[i] = item{node: n}
+		}
+		return out
 	}
 	cfg, err := ParseConfig(cfgData)
 	if err != nil {
 		rl.Results = append(rl.Results, &framework.Result{Message: err.Error(), Severity: framework.Error})
-		return rl.Results
+		return unchanged(rl.Items), nil
 	}
 
-	items := rl.Items
+	nodes := rl.Items
 	for i, r := range cfg.Spec.Resources {
 		n, err := kyaml.FromMap(r)
 		if err != nil {
-			return fmt.Errorf("functionConfig spec.resources[%d]: %w", i, err)
+			return nil, fmt.Errorf("functionConfig spec.resources[%d]: %w", i, err)
 		}
-		items = append(items, n)
+		nodes = append(nodes, n)
 	}
-	objs := make([]*unstructured.Unstructured, len(items))
-	nodes := make(map[*unstructured.Unstructured]*kyaml.RNode, len(items))
-	for i, n := range items {
-		u, err := toUnstructured(n)
-		if err != nil {
-			rl.Results = append(rl.Results, &framework.Result{Message: fmt.Sprintf("item %d: %v", i, err), Severity: framework.Error, File: fileOf(n)})
-			return rl.Results
+	objs := make([]*unstructured.Unstructured, len(nodes))
+	errs := make([]error, len(nodes))
+	parallel.Each(len(nodes), func(i int) { objs[i], errs[i] = toUnstructured(nodes[i]) })
+	byObj := make(map[*unstructured.Unstructured]*kyaml.RNode, len(nodes))
+	for i, n := range nodes {
+		if errs[i] != nil {
+			rl.Results = append(rl.Results, &framework.Result{Message: fmt.Sprintf("item %d: %v", i, errs[i]), Severity: framework.Error, File: fileOf(n)})
+			return unchanged(rl.Items), nil
 		}
-		objs[i] = u
-		nodes[u] = n
+		byObj[objs[i]] = n
 	}
 
-	out, err := bundle.Expand(objs, cfg.Options())
+	rendered, err := bundle.Expand(objs, cfg.Options())
 	if err != nil {
-		rl.Results = append(rl.Results, Results(err, objs, func(u *unstructured.Unstructured) *framework.File { return fileOf(nodes[u]) })...)
-		rl.Items = items
-		return rl.Results
+		rl.Results = append(rl.Results, Results(err, objs, func(u *unstructured.Unstructured) *framework.File { return fileOf(byObj[u]) })...)
+		return unchanged(rl.Items), nil
 	}
 	if cfg.Spec.Mode == ModeValidate {
 		rl.Results = append(rl.Results, &framework.Result{Severity: framework.Info,
 			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(objs))})
-		return nil
+		return unchanged(rl.Items), nil
 	}
-	result := make([]*kyaml.RNode, 0, len(out))
-	for _, u := range out {
-		if n, given := nodes[u]; given {
-			if !*cfg.Spec.KeepSources && manifest.IsAgentSandbox(u) {
-				continue
-			}
-			result = append(result, n)
-			continue
+	out := make([]item, 0, len(rendered))
+	for _, u := range rendered {
+		n, given := byObj[u]
+		switch {
+		case !given:
+			out = append(out, item{obj: u})
+		case !*cfg.Spec.KeepSources && manifest.IsAgentSandbox(u):
+		default:
+			out = append(out, item{node: n})
 		}
-		n, err := kyaml.FromMap(u.Object)
-		if err != nil {
-			return fmt.Errorf("encoding %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-		result = append(result, n)
 	}
-	rl.Items = result
-	return nil
+	return out, nil
 }
 
 func toUnstructured(n *kyaml.RNode) (*unstructured.Unstructured, error) {
-	s, err := n.String()
+	m, err := n.Map()
 	if err != nil {
 		return nil, err
 	}
-	m := map[string]any{}
-	if err := yaml.Unmarshal([]byte(s), &m); err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: m}
+	u := &unstructured.Unstructured{Object: jsonTypes(m).(map[string]any)}
 	if u.GetAPIVersion() == "" || u.GetKind() == "" {
 		return nil, errors.New("every item needs apiVersion and kind")
 	}
@@ -209,4 +232,39 @@ func Format(results framework.Results) string {
 		fmt.Fprintf(&b, "%s: %s\n", r.Severity, r.Message)
 	}
 	return b.String()
+}
+
+// jsonTypes turns YAML-decoded values into the types of decoded JSON that unstructured objects
+// hold: integers as int64, maps keyed by string.
+func jsonTypes(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = jsonTypes(e)
+		}
+		return t
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[fmt.Sprint(k)] = jsonTypes(e)
+		}
+		return m
+	case []any:
+		for i, e := range t {
+			t[i] = jsonTypes(e)
+		}
+		return t
+	case int:
+		return int64(t)
+	case int32:
+		return int64(t)
+	case uint64:
+		return int64(t)
+	case float32:
+		return float64(t)
+	case time.Time:
+		return t.UTC().Format(time.RFC3339Nano)
+	default:
+		return v
+	}
 }

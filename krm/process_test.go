@@ -54,8 +54,26 @@ func run(t *testing.T, config string, items ...string) (string, error) {
 		in.WriteString("functionConfig:\n  " + strings.ReplaceAll(strings.TrimSpace(config), "\n", "\n  ") + "\n")
 	}
 	var out bytes.Buffer
-	err := framework.Execute(Processor, &kio.ByteReadWriter{Reader: &in, Writer: &out, KeepReaderAnnotations: true})
+	err := Run(&in, &out)
 	return out.String(), err
+}
+
+// TestProcessorWithKyamlExecute: the same function through kyaml's own framework.Execute (as a
+// Go program embedding it would run it) gives the same items as Run.
+func TestProcessorWithKyamlExecute(t *testing.T) {
+	in := "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- " +
+		strings.ReplaceAll(strings.TrimSpace(sandbox), "\n", "\n  ") + "\n"
+	var viaKyaml bytes.Buffer
+	if err := framework.Execute(Processor, &kio.ByteReadWriter{Reader: strings.NewReader(in), Writer: &viaKyaml, KeepReaderAnnotations: true}); err != nil {
+		t.Fatal(err)
+	}
+	viaRun, err := run(t, "", sandbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(kinds(items(t, viaRun)), kinds(items(t, viaKyaml.String()))); diff != "" {
+		t.Errorf("items (-Run +framework.Execute):\n%s", diff)
+	}
 }
 
 func items(t *testing.T, rl string) []*kyaml.RNode {
@@ -146,18 +164,7 @@ func TestErrorsBecomeResults(t *testing.T) {
 	if err == nil {
 		t.Fatal("an invalid Sandbox did not fail the function")
 	}
-	rl, perr := kyaml.Parse(out)
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	results, _ := rl.Pipe(kyaml.Lookup("results"))
-	var got []framework.Result
-	if results == nil {
-		t.Fatalf("no results in:\n%s", out)
-	}
-	if err := results.YNode().Decode(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := resultsOf(t, out)
 	want := []framework.Result{{
 		Message:     `Sandbox default/agent: spec.operatingMode: Unsupported value: "Paused": supported values: "Running", "Suspended"`,
 		Severity:    framework.Error,
@@ -213,9 +220,30 @@ func TestConfigErrors(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			out, err := run(t, tc.config, sandbox)
-			if err == nil || !strings.Contains(out, tc.want) {
-				t.Errorf("err = %v; want a result containing %q in:\n%s", err, tc.want, out)
+			if err == nil {
+				t.Fatalf("a bad functionConfig did not fail the function:\n%s", out)
+			}
+			results := resultsOf(t, out)
+			if len(results) != 1 || !strings.Contains(results[0].Message, tc.want) || results[0].Severity != framework.Error {
+				t.Errorf("results = %+v; want one error containing %q", results, tc.want)
 			}
 		})
 	}
+}
+
+func resultsOf(t *testing.T, out string) []framework.Result {
+	t.Helper()
+	rl, err := kyaml.Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ := rl.Pipe(kyaml.Lookup("results"))
+	if node == nil {
+		t.Fatalf("no results in:\n%s", out)
+	}
+	var got []framework.Result
+	if err := node.YNode().Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/api/convert"
 	extv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1alpha1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
@@ -99,14 +100,35 @@ func Decode(objs []*unstructured.Unstructured) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the embedded CRDs: %w", err)
 	}
+	// Admission is independent per object and the costliest step of a large render: run it on
+	// every core, then assemble in input order so the result does not depend on scheduling.
+	type result struct {
+		obj runtime.Object
+		err *render.InvalidError
+	}
+	results := make([]result, len(objs))
+	parallel.Each(len(objs), func(i int) {
+		if IsAgentSandbox(objs[i]) {
+			results[i].obj, results[i].err = admitObject(all, objs[i])
+		}
+	})
+
 	b := &Bundle{Objects: objs}
 	var bad Errors
-	for _, o := range objs {
-		if !IsAgentSandbox(o) {
-			continue
-		}
-		if ie := b.add(all, o); ie != nil {
-			bad = append(bad, ie)
+	for _, r := range results {
+		switch t := r.obj.(type) {
+		case nil:
+			if r.err != nil {
+				bad = append(bad, r.err)
+			}
+		case *agentsv1beta1.Sandbox:
+			b.Sandboxes = append(b.Sandboxes, t)
+		case *extv1beta1.SandboxTemplate:
+			b.Templates = append(b.Templates, t)
+		case *extv1beta1.SandboxClaim:
+			b.Claims = append(b.Claims, t)
+		case *extv1beta1.SandboxWarmPool:
+			b.Pools = append(b.Pools, t)
 		}
 	}
 	if len(bad) > 0 {
@@ -116,10 +138,12 @@ func Decode(objs []*unstructured.Unstructured) (*Bundle, error) {
 	return b, nil
 }
 
-func (b *Bundle) add(all map[schema.GroupVersionKind]*versionSchema, o *unstructured.Unstructured) *render.InvalidError {
+// admitObject admits, converts and validates one agent-sandbox object, returning the typed v1beta1
+// object or why it is invalid. It does not modify o.
+func admitObject(all map[schema.GroupVersionKind]*versionSchema, o *unstructured.Unstructured) (runtime.Object, *render.InvalidError) {
 	gvk := o.GroupVersionKind()
-	invalid := func(errs ...*field.Error) *render.InvalidError {
-		return &render.InvalidError{Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), Errs: errs}
+	invalid := func(errs ...*field.Error) (runtime.Object, *render.InvalidError) {
+		return nil, &render.InvalidError{Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), Errs: errs}
 	}
 	vs, ok := all[gvk]
 	if !ok {
@@ -153,22 +177,14 @@ func (b *Bundle) add(all map[schema.GroupVersionKind]*versionSchema, o *unstruct
 			return invalid(err)
 		}
 	}
-	switch t := target.(type) {
-	case *agentsv1beta1.Sandbox:
+	if sb, ok := target.(*agentsv1beta1.Sandbox); ok {
 		// What the schema cannot say (name rules of the children) is checked here too, so one run
 		// reports every problem of every object.
-		if errs := render.ValidateSandbox(t); len(errs) > 0 {
+		if errs := render.ValidateSandbox(sb); len(errs) > 0 {
 			return invalid(errs...)
 		}
-		b.Sandboxes = append(b.Sandboxes, t)
-	case *extv1beta1.SandboxTemplate:
-		b.Templates = append(b.Templates, t)
-	case *extv1beta1.SandboxClaim:
-		b.Claims = append(b.Claims, t)
-	case *extv1beta1.SandboxWarmPool:
-		b.Pools = append(b.Pools, t)
 	}
-	return nil
+	return target, nil
 }
 
 // fromUnstructured decodes an admitted object. The schema checked the spec, so a failure here is

@@ -1,8 +1,10 @@
 package manifest
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,6 +14,8 @@ import (
 	apivalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+	"k8s.io/kube-openapi/pkg/validation/validate"
 
 	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
 )
@@ -21,7 +25,22 @@ import (
 // OpenAPI validator.
 type versionSchema struct {
 	structural *structuralschema.Structural
-	validator  apivalidation.SchemaValidator
+	validator  apivalidation.SchemaCreateValidator
+	// verdicts memoises schema validation by content (see validate).
+	verdicts sync.Map
+	size     atomic.Int64
+}
+
+// maxVerdicts bounds the memo: a few thousand distinct specs cover a large repository.
+const maxVerdicts = 4096
+
+// createValidator validates with one prebuilt kube-openapi validator. The API server's own
+// constructor returns a ratcheting validator (its default feature gate) that builds a new
+// validator for every object; ratcheting only matters for updates, and a render only creates.
+type createValidator struct{ v *validate.SchemaValidator }
+
+func (c createValidator) Validate(obj any, _ ...apivalidation.ValidationOption) *validate.Result {
+	return c.v.Validate(obj)
 }
 
 // schemas is built once from the embedded CRDs; they are generated from ./api, so an error here
@@ -45,10 +64,11 @@ var schemas = sync.OnceValues(func() (map[schema.GroupVersionKind]*versionSchema
 			if err != nil {
 				return nil, fmt.Errorf("CRD %s version %s: %w", c.Name, v.Name, err)
 			}
-			validator, _, err := apivalidation.NewSchemaValidator(internal)
+			_, openapi, err := apivalidation.NewSchemaValidator(internal)
 			if err != nil {
 				return nil, fmt.Errorf("CRD %s version %s: %w", c.Name, v.Name, err)
 			}
+			validator := createValidator{validate.NewSchemaValidator(openapi, nil, "", strfmt.Default)}
 			gvk := schema.GroupVersionKind{Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind}
 			out[gvk] = &versionSchema{structural: s, validator: validator}
 		}
@@ -67,6 +87,37 @@ func (vs *versionSchema) admit(obj map[string]any) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath(p), "unknown field: it is not in the schema (check its spelling and indentation)"))
 	}
 	defaulting.Default(obj, vs.structural)
-	errs = append(errs, apivalidation.ValidateCustomResource(nil, obj, vs.validator)...)
+	errs = append(errs, vs.validate(obj)...)
+	return errs
+}
+
+// validate is the OpenAPI validation of obj, memoised by content. A CRD schema constrains
+// everything but metadata (the API server validates object metadata apart), so the field errors
+// of an object are a function of the object without its metadata; objects stamped from one
+// template, which a large repository is mostly made of, are validated once. Validation is the
+// costliest step of a large render.
+func (vs *versionSchema) validate(obj map[string]any) field.ErrorList {
+	if md, ok := obj["metadata"]; ok {
+		if _, isMap := md.(map[string]any); !isMap {
+			return apivalidation.ValidateCustomResource(nil, obj, vs.validator)
+		}
+	}
+	rest := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != "metadata" {
+			rest[k] = v
+		}
+	}
+	key, err := json.Marshal(rest)
+	if err != nil {
+		return apivalidation.ValidateCustomResource(nil, obj, vs.validator)
+	}
+	if v, ok := vs.verdicts.Load(string(key)); ok {
+		return v.(field.ErrorList)
+	}
+	errs := apivalidation.ValidateCustomResource(nil, obj, vs.validator)
+	if vs.size.Add(1) <= maxVerdicts {
+		vs.verdicts.Store(string(key), errs)
+	}
 	return errs
 }

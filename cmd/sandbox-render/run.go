@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
@@ -129,8 +128,7 @@ items are written unchanged and the exit code is 1.` + exitCodesHelp,
 }
 
 func runFunction(data []byte, stdout, stderr io.Writer) error {
-	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(data), Writer: stdout, KeepReaderAnnotations: true}
-	err := framework.Execute(krm.Processor, rw)
+	err := krm.Run(bytes.NewReader(data), stdout)
 	if err == nil {
 		return nil
 	}
