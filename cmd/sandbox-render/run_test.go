@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
@@ -75,5 +78,37 @@ func TestRunExitCodes(t *testing.T) {
 				t.Errorf("wrote output despite failing:\n%s", stdout.String())
 			}
 		})
+	}
+}
+
+// TestBuildOutputDir: build --output-dir writes one file per object plus a kustomization.yaml,
+// and removes stale YAML files left by an earlier build.
+func TestBuildOutputDir(t *testing.T) {
+	self := testenv.SandboxRender(t)
+	out := t.TempDir()
+	stale := filepath.Join(out, "v1_pod_gone.yaml")
+	if err := os.WriteFile(stale, []byte("kind: Pod\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "build", filepath.Join(testenv.RepoRoot(), "overlays", "airgapped"), "--output-dir", out)
+	msg, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale file survived: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*.yaml"))
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	for _, n := range []string{"kustomization.yaml", "networking.k8s.io_v1_networkpolicy_python-runtime-network-policy.yaml", "v1_pod_python-runtime-7nx88.yaml"} {
+		if !slices.Contains(names, n) {
+			t.Errorf("%s not written; got %v", n, names)
+		}
+	}
+	if !strings.Contains(string(msg), "wrote ") {
+		t.Errorf("no progress line on stderr: %s", msg)
 	}
 }
