@@ -171,6 +171,24 @@ func (f *inputFlags) load() (*krm.SandboxRender, error) {
 	return cfg, nil
 }
 
+// expand loads the options, reads the inputs and renders them; a render error is reported on
+// stderr and returned as the findings exit.
+func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*krm.SandboxRender, *inputs, []*unstructured.Unstructured, error) {
+	cfg, err := f.load()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in, err := readInputs(args, stdin, stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := bundle.Expand(in.objs, cfg.Options())
+	if err != nil {
+		return nil, nil, nil, in.findings(err, stderr)
+	}
+	return cfg, in, out, nil
+}
+
 func renderCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var flags inputFlags
 	var showExample bool
@@ -191,17 +209,9 @@ nothing is written unless the whole input renders.` + exitCodesHelp,
 				_, err := stdout.Write(example)
 				return err
 			}
-			cfg, err := flags.load()
+			cfg, in, out, err := flags.expand(args, stdin, stderr)
 			if err != nil {
 				return err
-			}
-			in, err := readInputs(args, stdin, stderr)
-			if err != nil {
-				return err
-			}
-			out, err := bundle.Expand(in.objs, cfg.Options())
-			if err != nil {
-				return in.findings(err, stderr)
 			}
 			if !*cfg.Spec.KeepSources {
 				kept := out[:0]
@@ -234,16 +244,9 @@ func validateCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 file, object and field; writes nothing on standard output.` + exitCodesHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			cfg, err := flags.load()
+			_, in, _, err := flags.expand(args, stdin, stderr)
 			if err != nil {
 				return err
-			}
-			in, err := readInputs(args, stdin, stderr)
-			if err != nil {
-				return err
-			}
-			if _, err := bundle.Expand(in.objs, cfg.Options()); err != nil {
-				return in.findings(err, stderr)
 			}
 			fmt.Fprintf(stderr, "%d objects checked: no problems\n", len(in.objs))
 			return nil

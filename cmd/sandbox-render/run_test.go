@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
