@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
 // TestOverlays builds every overlay three ways and requires the same bytes, equal to its golden
@@ -103,4 +104,44 @@ func TestKustomizeReportsFindings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKustomizeValidatorAndGenerator runs the function as a validator (mode validate: the output
+// equals the input built without it) and as a generator (its spec.resources and their children),
+// with the real kustomize; and pins kustomize's bug that keeps exec functions out of validators:.
+func TestKustomizeValidatorAndGenerator(t *testing.T) {
+	kustomize := testenv.Tool(t, "kustomize")
+	testenv.SandboxRender(t)
+	root := testenv.RepoRoot()
+	validated := runCmd(t, kustomize, "build", "--enable-alpha-plugins", "--enable-exec", filepath.Join("testdata", "kustomize", "as-validator"))
+	plain := runCmd(t, kustomize, "build", filepath.Join(root, "bases", "python-runtime"))
+	if diff := cmp.Diff(string(plain), string(validated)); diff != "" {
+		t.Errorf("the validator changed the build (-without +with):\n%s", diff)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(kustomize, "build", "--enable-alpha-plugins", "--enable-exec", filepath.Join("testdata", "kustomize", "validators-field"))
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "validator shouldn't modify the resource map") {
+		t.Errorf("kustomize's validators: field now runs exec functions (err %v, %s): kustomize issue #5036 is fixed; document validators: in docs/gitops.md", err, stderr.String())
+	}
+	generated := runCmd(t, kustomize, "build", "--enable-alpha-plugins", "--enable-exec", filepath.Join("testdata", "kustomize", "as-generator"))
+	objs := objectsOf(t, generated)
+	want := []string{"Pod generated/scratch", "Sandbox generated/scratch"}
+	if diff := cmp.Diff(want, objs); diff != "" {
+		t.Errorf("generated objects (-want +got):\n%s", diff)
+	}
+}
+
+func objectsOf(t *testing.T, b []byte) []string {
+	t.Helper()
+	objs, err := manifest.Parse("build", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest.SortCanonical(objs)
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
+	}
+	return out
 }
