@@ -1,0 +1,135 @@
+package policies
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+func TestDefaultSpecKnobs(t *testing.T) {
+	sel := map[string]string{"k": "v"}
+	cases := map[string]struct {
+		reason   string
+		knobs    NetworkPolicyDefaults
+		wantV4   []string
+		wantV6   []string
+		wantDNS  bool
+		wantPeer string
+	}{
+		"zero value is upstream's": {
+			reason:   "no knob set must give upstream's policy",
+			wantV4:   []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"},
+			wantV6:   []string{"fc00::/7", "fe80::/10"},
+			wantPeer: "agent-sandbox-system",
+		},
+		"extra exceptions by family, deduplicated, masked": {
+			reason: "IPv4 CIDRs join the 0.0.0.0/0 rule, IPv6 ones the ::/0 rule, never twice",
+			knobs:  NetworkPolicyDefaults{ExtraEgressExceptions: []string{"100.64.0.0/10", "10.0.0.0/8", "fd00:ec2::1/32", "198.18.0.1/15"}},
+			wantV4: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "198.18.0.0/15"},
+			wantV6: []string{"fc00::/7", "fe80::/10", "fd00:ec2::/32"}, wantPeer: "agent-sandbox-system",
+		},
+		"cluster dns": {
+			reason:  "the cluster-dns mode adds one egress rule to the DNS pods",
+			knobs:   NetworkPolicyDefaults{DNS: DNSClusterDNS, Routers: []PeerSelector{{Namespace: "default", PodLabels: map[string]string{"app.kubernetes.io/name": "sandbox-router"}}}},
+			wantV4:  []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"},
+			wantV6:  []string{"fc00::/7", "fe80::/10"},
+			wantDNS: true, wantPeer: "default",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := tc.knobs.DefaultSpec(sel)
+			to := spec.Egress[0].To
+			if diff := cmp.Diff(tc.wantV4, to[0].IPBlock.Except); diff != "" {
+				t.Errorf("%s: IPv4 exceptions (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantV6, to[1].IPBlock.Except); diff != "" {
+				t.Errorf("%s: IPv6 exceptions (-want +got):\n%s", tc.reason, diff)
+			}
+			if got := len(spec.Egress) == 2; got != tc.wantDNS {
+				t.Errorf("%s: DNS rule present = %v", tc.reason, got)
+			}
+			if got := spec.Ingress[0].From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]; got != tc.wantPeer {
+				t.Errorf("%s: router namespace = %q, want %q", tc.reason, got, tc.wantPeer)
+			}
+		})
+	}
+}
+
+func TestSecurePodDefaults(t *testing.T) {
+	cases := map[string]struct {
+		reason      string
+		knobs       NetworkPolicyDefaults
+		spec        corev1.PodSpec
+		secure      bool
+		wantPolicy  corev1.DNSPolicy
+		wantMount   bool
+		wantServers []string
+	}{
+		"secure default": {"the policy blocks cluster DNS, so public resolvers", NetworkPolicyDefaults{}, corev1.PodSpec{}, true, corev1.DNSNone, false, PublicResolvers},
+		"custom policy":  {"no override when the template brings its own rules", NetworkPolicyDefaults{}, corev1.PodSpec{}, false, "", false, nil},
+		"own dnsPolicy":  {"a template's dnsPolicy wins", NetworkPolicyDefaults{}, corev1.PodSpec{DNSPolicy: corev1.DNSClusterFirst}, true, corev1.DNSClusterFirst, false, nil},
+		"cluster-dns":    {"the cluster-dns mode leaves DNS alone", NetworkPolicyDefaults{DNS: DNSClusterDNS}, corev1.PodSpec{}, true, "", false, nil},
+		"automount kept": {"an explicit automount is kept", NetworkPolicyDefaults{}, corev1.PodSpec{AutomountServiceAccountToken: ptr.To(true)}, true, corev1.DNSNone, true, PublicResolvers},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := tc.spec
+			tc.knobs.SecurePodDefaults(&s, tc.secure)
+			var servers []string
+			if s.DNSConfig != nil {
+				servers = s.DNSConfig.Nameservers
+			}
+			got := []any{s.DNSPolicy, *s.AutomountServiceAccountToken, servers}
+			want := []any{tc.wantPolicy, tc.wantMount, tc.wantServers}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestPacks(t *testing.T) {
+	root := field.NewPath("spec")
+	restricted := Packs{Restricted: true}
+	clean := corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}
+	if errs := restricted.ApplyPod(&clean, root); len(errs) != 0 {
+		t.Fatalf("a plain pod violates restricted: %v", errs)
+	}
+	c := clean.Containers[0].SecurityContext
+	if !*clean.SecurityContext.RunAsNonRoot || clean.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+		*c.AllowPrivilegeEscalation || !cmp.Equal(c.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("restricted did not set its defaults: pod %+v container %+v", clean.SecurityContext, c)
+	}
+	// Applying twice changes nothing more (a render of a render).
+	again := *clean.DeepCopy()
+	restricted.ApplyPod(&again, root)
+	if diff := cmp.Diff(clean, again); diff != "" {
+		t.Errorf("restricted is not idempotent (-once +twice):\n%s", diff)
+	}
+
+	bad := corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "a", SecurityContext: &corev1.SecurityContext{
+		Privileged: ptr.To(true), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}}}}
+	var fields []string
+	for _, e := range restricted.ApplyPod(&bad, root) {
+		fields = append(fields, e.Field)
+	}
+	want := []string{"spec.hostNetwork", "spec.containers[0].securityContext.privileged", "spec.containers[0].securityContext.capabilities.add[0]"}
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+
+	rc := Packs{RuntimeClass: &RuntimeClassPack{Allowed: []string{"gvisor"}, Default: "gvisor"}}
+	p := corev1.PodSpec{}
+	if errs := rc.ApplyPod(&p, root); len(errs) != 0 || *p.RuntimeClassName != "gvisor" {
+		t.Errorf("runtime-class default not set: %v %v", errs, p.RuntimeClassName)
+	}
+	p.RuntimeClassName = ptr.To("runc")
+	if errs := rc.ApplyPod(&p, root); len(errs) != 1 || !strings.Contains(errs[0].Error(), `Unsupported value: "runc"`) {
+		t.Errorf("runc accepted: %v", errs)
+	}
+}
