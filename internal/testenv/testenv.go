@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,14 +87,19 @@ var (
 )
 
 // SandboxRender builds this repository's sandbox-render into ./bin (the path the overlays' exec
-// functions name) once per test binary, and returns its path.
+// functions name) once per test binary, and returns its path. go test runs packages in parallel,
+// so each builds to its own file and renames it into place: another package may be executing the
+// binary at that moment, and a rename never hands it a half-written file.
 func SandboxRender(t testing.TB) string {
 	t.Helper()
 	out := filepath.Join(RepoRoot(), "bin", "sandbox-render")
 	buildOnce.Do(func() {
-		cmd := exec.Command("go", "build", "-o", out, "./cmd/sandbox-render")
+		tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+		cmd := exec.Command("go", "build", "-o", tmp, "./cmd/sandbox-render")
 		cmd.Dir = RepoRoot()
-		buildOutput, buildErr = cmd.CombinedOutput()
+		if buildOutput, buildErr = cmd.CombinedOutput(); buildErr == nil {
+			buildErr = os.Rename(tmp, out)
+		}
 	})
 	if buildErr != nil {
 		t.Fatalf("building sandbox-render: %v\n%s", buildErr, buildOutput)
