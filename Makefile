@@ -40,4 +40,4 @@ lint: ## gofmt and go vet; fails on any finding.
 	go vet ./...
 
 example: ## Render the bundled example Sandbox (the README's first command).
-	go run ./cmd/sandbox-render
+	go run ./cmd/sandbox-render render
