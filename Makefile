@@ -29,7 +29,7 @@ test: ## Run every test: unit, golden, and envtest against the real kube-apiserv
 	go test -count=1 ./...
 
 golden: ## Rewrite the golden files from the current render (review the diff like code).
-	go test ./golden -run TestGolden -update
+	go test ./golden -run 'TestGolden|TestOverlays' -update
 
 bench: ## Run the benchmarks (figures go into the README).
 	go test -run '^$$' -bench . -benchmem -cpu 1 ./render/...
