@@ -25,9 +25,6 @@ type Bundle struct {
 	Templates []*extv1beta1.SandboxTemplate
 	Claims    []*extv1beta1.SandboxClaim
 	Pools     []*extv1beta1.SandboxWarmPool
-	// Objects are all input objects as given (agent-sandbox ones included, unmodified), in input
-	// order.
-	Objects []*unstructured.Unstructured
 }
 
 // Input is what render needs from the bundle.
@@ -113,7 +110,7 @@ func Decode(objs []*unstructured.Unstructured) (*Bundle, error) {
 		}
 	})
 
-	b := &Bundle{Objects: objs}
+	b := &Bundle{}
 	var bad Errors
 	for _, r := range results {
 		switch t := r.obj.(type) {
