@@ -45,6 +45,7 @@ func usageErr(format string, args ...any) error {
 }
 
 const exitCodesHelp = `
+
 Exit codes:
   0  done, no problems
   1  the input has problems (each reported with its object, field and file)
@@ -74,8 +75,7 @@ the fn command, it is a KRM function configured by a SandboxRender functionConfi
     allowedLabelDomains: [sandbox.users.io]
     policies:
       networkPolicy: {dns: public-resolvers, routers: [...], extraEgressExceptions: [...]}
-      packs: {restricted: false, runtimeClass: {allowed: [gvisor]}, standaloneNetworkPolicy: false}
-` + exitCodesHelp
+      packs: {restricted: false, runtimeClass: {allowed: [gvisor]}, standaloneNetworkPolicy: false}` + exitCodesHelp
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
