@@ -14,9 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	lua "github.com/yuin/gopher-lua"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*/*.expected.yaml and argocd-cm-health.yaml from the scripts")
@@ -128,42 +129,10 @@ func toLua(l *lua.LState, value any) lua.LValue {
 	return lua.LNil
 }
 
-// readObject reads a fixture as the API server would hand it to Argo CD: unstructured, with
-// integers as int64.
-func readObject(t *testing.T, path string) *unstructured.Unstructured {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(j); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return u
-}
-
-// fixtures lists testdata/<dir>/<case>.yaml, without the .expected.yaml files, sorted.
+// fixtures lists the shared fixtures of one kind.
 func fixtures(t *testing.T, dir string) []string {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", dir, "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []string
-	for _, p := range paths {
-		if !strings.HasSuffix(p, ".expected.yaml") {
-			cases = append(cases, p)
-		}
-	}
-	if len(cases) == 0 {
-		t.Fatalf("no fixtures in testdata/%s", dir)
-	}
-	return cases
+	return testenv.Fixtures(t, filepath.Join("testdata", dir))
 }
 
 func expectedPath(fixture string) string {
@@ -181,7 +150,7 @@ func TestHealth(t *testing.T) {
 		for _, fixture := range fixtures(t, c.dir) {
 			name := c.dir + "/" + strings.TrimSuffix(filepath.Base(fixture), ".yaml")
 			t.Run(name, func(t *testing.T) {
-				obj := readObject(t, fixture)
+				obj := testenv.ReadObject(t, fixture)
 				if gk := obj.GroupVersionKind().GroupKind(); gk != (schema.GroupKind{Group: c.group, Kind: c.kind}) {
 					t.Fatalf("fixture is a %s, want %s.%s", gk, c.kind, c.group)
 				}

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 )
 
 const ignoreDifferencesFile = "ignore-differences.yaml"
@@ -60,7 +62,7 @@ func TestIgnoreDifferences(t *testing.T) {
 				t.Fatalf("value: %v", err)
 			}
 
-			live := readObject(t, filepath.Join("testdata", "live", strings.ToLower(want.Kind)+".yaml"))
+			live := testenv.ReadObject(t, filepath.Join("testdata", "live", strings.ToLower(want.Kind)+".yaml"))
 			if gk := live.GroupVersionKind().GroupKind(); gk != want {
 				t.Fatalf("testdata/live object is a %s, want %s", gk, want)
 			}

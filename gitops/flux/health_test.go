@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*/*.expected.yaml from the expressions")
@@ -256,7 +258,7 @@ func TestHealth(t *testing.T) {
 			name := strings.TrimSuffix(filepath.Base(fixture), ".yaml")
 			golden := filepath.Join("testdata", dir, name+".expected.yaml")
 			t.Run(dir+"/"+name, func(t *testing.T) {
-				obj := readObject(t, fixture)
+				obj := testenv.ReadObject(t, fixture)
 				if got := obj.GroupVersionKind().GroupKind(); got != gk {
 					t.Fatalf("fixture is a %s, want %s", got, gk)
 				}
@@ -375,24 +377,6 @@ func TestOrder(t *testing.T) {
 	}
 }
 
-// readObject reads a fixture as the API server hands it to Flux: unstructured, integers as int64.
-func readObject(t *testing.T, path string) *unstructured.Unstructured {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(j); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return u
-}
-
 func readYAML(t *testing.T, path string, into any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -404,23 +388,10 @@ func readYAML(t *testing.T, path string, into any) {
 	}
 }
 
-// fixtures lists ../argocd/testdata/<dir>/<case>.yaml, without the Argo CD goldens, sorted.
+// fixtures lists the shared fixtures of one kind.
 func fixtures(t *testing.T, dir string) []string {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(fixtureDir, dir, "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, p := range paths {
-		if !strings.HasSuffix(p, ".expected.yaml") {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("no fixtures in %s/%s", fixtureDir, dir)
-	}
-	return out
+	return testenv.Fixtures(t, filepath.Join(fixtureDir, dir))
 }
 
 // checkNoStrayGoldens fails on a Flux golden whose fixture was renamed or removed.
