@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,6 +25,9 @@ type ObservedChildren struct {
 	Service *corev1.Service
 	// PVCs are the PVCs found under the names of the Sandbox's volume claim templates.
 	PVCs []*corev1.PersistentVolumeClaim
+	// NetworkPolicy is the NetworkPolicy under the name the standalone-network-policy pack gives
+	// the Sandbox (StandaloneNetworkPolicyName), if any.
+	NetworkPolicy *networkingv1.NetworkPolicy
 }
 
 // Step is one write the controller makes, in order.
@@ -31,7 +35,29 @@ type Step struct {
 	Action ChildAction `json:"action"`
 	Kind   string      `json:"kind"`
 	Name   string      `json:"name"`
+	// Intent is what the controller applies for Create, Update and Adopt (nil for Delete).
+	Intent *Intent `json:"-"`
 }
+
+// Intent is the desired state of one child as a server-side apply controller sends it. Scope
+// says which fields the intent decides: none means the whole object (a create, or a child that
+// is kept exactly as rendered); otherwise only the listed fields, and every other field the
+// controller already manages must be sent again unchanged, or server-side apply would remove
+// it. That is how upstream's "a Pod's spec is never updated, only its metadata" is kept: the
+// intent of an existing Pod is scoped to its metadata.
+type Intent struct {
+	Object Object
+	// Scope lists field paths ("metadata.labels", "spec.selector") owned by this intent.
+	Scope []string
+}
+
+// Scoped field paths of partial intents.
+const (
+	ScopeLabels          = "metadata.labels"
+	ScopeAnnotations     = "metadata.annotations"
+	ScopeOwnerReferences = "metadata.ownerReferences"
+	ScopeSelector        = "spec.selector"
+)
 
 // SandboxPlan is everything a controller does in one pass over a Sandbox, decided here so the
 // controller only executes it: the expiry decision, the child writes in upstream's order (PVCs,
@@ -59,13 +85,13 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 		return plan
 	case CleanUp:
 		if pod, _ := resolvePod(sb, obs.Pods); pod != nil && OwnershipOf(pod, sb) == OwnedBySandbox {
-			plan.Steps = append(plan.Steps, Step{ActionDelete, "Pod", pod.Name})
+			plan.Steps = append(plan.Steps, Step{ActionDelete, "Pod", pod.Name, nil})
 		}
 		if obs.Service != nil && OwnershipOf(obs.Service, sb) == OwnedBySandbox {
-			plan.Steps = append(plan.Steps, Step{ActionDelete, "Service", obs.Service.Name})
+			plan.Steps = append(plan.Steps, Step{ActionDelete, "Service", obs.Service.Name, nil})
 		}
 		if plan.Expiry.DeleteSandbox {
-			plan.Steps = append(plan.Steps, Step{ActionDelete, agentsv1beta1.SandboxKind, sb.Name})
+			plan.Steps = append(plan.Steps, Step{ActionDelete, agentsv1beta1.SandboxKind, sb.Name, nil})
 			return plan
 		}
 		st := RetainExpiredStatus(sb, now)
@@ -100,8 +126,13 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 			errs = append(errs, err)
 			break
 		}
-		if action != ActionNone {
-			plan.Steps = append(plan.Steps, Step{action, "PersistentVolumeClaim", want.Name})
+		switch action {
+		case ActionCreate:
+			plan.Steps = append(plan.Steps, Step{action, "PersistentVolumeClaim", want.Name, &Intent{Object: want}})
+		case ActionAdopt:
+			// Upstream's adoption only adds the controller reference; a PVC is never updated.
+			plan.Steps = append(plan.Steps, Step{action, "PersistentVolumeClaim", want.Name,
+				&Intent{Object: metadataIntent(want, nil, nil), Scope: []string{ScopeOwnerReferences}}})
 		}
 	}
 
@@ -123,15 +154,26 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 		case err != nil:
 			errs = append(errs, err)
 		case action == ActionCreate:
-			plan.Steps = append(plan.Steps, Step{action, "Pod", children.Pod.Name})
+			plan.Steps = append(plan.Steps, Step{action, "Pod", children.Pod.Name, &Intent{Object: children.Pod}})
 			result.Pod = children.Pod
 		case action == ActionNone && pod == nil:
 		default:
 			if action == ActionUpdate && podMetadataInSync(pod, sb) {
 				action = ActionNone
 			}
-			if action != ActionNone {
-				plan.Steps = append(plan.Steps, Step{action, "Pod", pod.Name})
+			switch action {
+			case ActionUpdate, ActionAdopt:
+				// Only the metadata of an existing Pod is kept in sync (upstream #581, #612).
+				want := children.Pod
+				if want == nil { // suspended Sandboxes never update, so this is defensive
+					want = sandboxPod(sb, &corev1.PodSpec{}, controllerOf(sb), NameHash(sb.Name))
+				}
+				intent := metadataIntent(want, want.Labels, want.Annotations)
+				intent.SetName(pod.Name)
+				plan.Steps = append(plan.Steps, Step{action, "Pod", pod.Name,
+					&Intent{Object: intent, Scope: []string{ScopeLabels, ScopeAnnotations, ScopeOwnerReferences}}})
+			case ActionDelete:
+				plan.Steps = append(plan.Steps, Step{action, "Pod", pod.Name, nil})
 			}
 			result.Pod = pod
 			if action == ActionAdopt {
@@ -154,16 +196,23 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 		}
 		switch action {
 		case ActionCreate:
-			plan.Steps = append(plan.Steps, Step{action, "Service", children.Service.Name})
+			plan.Steps = append(plan.Steps, Step{action, "Service", children.Service.Name, &Intent{Object: children.Service}})
 			result.Service = children.Service
 		case ActionUpdate, ActionAdopt:
 			if action == ActionAdopt || !serviceInSync(obs.Service, children.Service, children.ServiceMode) {
-				plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name})
+				plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name, serviceIntent(children)})
 			}
 			result.Service = obs.Service
 		case ActionDelete:
-			plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name})
+			plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name, nil})
 		}
+	}
+
+	// The standalone-network-policy pack's NetworkPolicy.
+	if step, err := networkPolicyStep(sb, children.NetworkPolicy, obs.NetworkPolicy); err != nil {
+		errs = append(errs, err)
+	} else if step != nil {
+		plan.Steps = append(plan.Steps, *step)
 	}
 
 	result.Err = errors.Join(errs...)
@@ -234,6 +283,74 @@ func serviceInSync(have, want *corev1.Service, mode ServiceMode) bool {
 		return false
 	}
 	return mode != ServiceApply || equality.Semantic.DeepEqual(have.Spec.Ports, want.Spec.Ports)
+}
+
+// serviceIntent is what is applied to an existing Service: the whole rendered Service when
+// spec.service is true; when it is unset only what upstream fixes on a Service it keeps (the
+// name-hash label and the selector; the ports are left alone).
+func serviceIntent(c *SandboxChildren) *Intent {
+	if c.ServiceMode == ServiceApply {
+		return &Intent{Object: c.Service}
+	}
+	want := metadataIntent(c.Service, map[string]string{agentsv1beta1.SandboxNameHashLabel: c.Service.Labels[agentsv1beta1.SandboxNameHashLabel]}, nil)
+	svc := want.(*corev1.Service)
+	svc.Spec.Selector = maps.Clone(c.Service.Spec.Selector)
+	return &Intent{Object: svc, Scope: []string{ScopeLabels, ScopeOwnerReferences, ScopeSelector}}
+}
+
+// metadataIntent is an object of o's kind with o's identity and owner references, and the given
+// labels and annotations; everything else empty.
+func metadataIntent(o Object, labels, annotations map[string]string) Object {
+	meta := metav1.ObjectMeta{
+		Name:            o.GetName(),
+		Namespace:       o.GetNamespace(),
+		Labels:          maps.Clone(labels),
+		Annotations:     maps.Clone(annotations),
+		OwnerReferences: o.GetOwnerReferences(),
+	}
+	switch o.(type) {
+	case *corev1.Pod:
+		return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: meta}
+	case *corev1.Service:
+		return &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta}
+	case *corev1.PersistentVolumeClaim:
+		return &corev1.PersistentVolumeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}, ObjectMeta: meta}
+	}
+	panic(fmt.Sprintf("metadataIntent: unexpected %T", o))
+}
+
+// networkPolicyStep decides the standalone-network-policy pack's NetworkPolicy: apply it when
+// the pack renders one (adopting an earlier render that carries the name-hash label), delete one
+// the Sandbox owns when the pack is off, and never touch someone else's.
+func networkPolicyStep(sb *agentsv1beta1.Sandbox, want, have *networkingv1.NetworkPolicy) (*Step, error) {
+	if want == nil {
+		if have != nil && OwnershipOf(have, sb) == OwnedBySandbox {
+			return &Step{ActionDelete, "NetworkPolicy", have.Name, nil}, nil
+		}
+		return nil, nil
+	}
+	if have == nil {
+		return &Step{ActionCreate, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
+	}
+	action, err := existingChildAction("NetworkPolicy", have, sb, OwnershipOf(have, sb))
+	if err != nil {
+		return nil, err
+	}
+	if action == ActionUpdate && networkPolicyInSync(have, want) {
+		return nil, nil
+	}
+	return &Step{action, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
+}
+
+// networkPolicyInSync reports whether an existing NetworkPolicy already has the rendered labels
+// and spec.
+func networkPolicyInSync(have, want *networkingv1.NetworkPolicy) bool {
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(have.Spec, want.Spec)
 }
 
 // String makes a step readable in logs and events.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -257,4 +258,20 @@ func readyCondition(sb *agentsv1beta1.Sandbox, obs Observation) metav1.Condition
 // Expired reports whether the Sandbox's shutdownTime has come.
 func Expired(sb *agentsv1beta1.Sandbox, now time.Time) bool {
 	return sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time)
+}
+
+// StatusNeedsWrite reports whether a controller writes next after computing next from prev, as
+// upstream decides: not when they are semantically equal, and not when the only change is the
+// node name while the Sandbox is not Ready (that change is carried by the next write, which
+// saves one status write per scheduling).
+func StatusNeedsWrite(prev, next *agentsv1beta1.SandboxStatus) bool {
+	if equality.Semantic.DeepEqual(prev, next) {
+		return false
+	}
+	if prev.NodeName != next.NodeName && !meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) {
+		p := prev.DeepCopy()
+		p.NodeName = next.NodeName
+		return !equality.Semantic.DeepEqual(p, next)
+	}
+	return true
 }

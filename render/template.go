@@ -1,7 +1,10 @@
 package render
 
 import (
+	"fmt"
+
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -65,4 +68,42 @@ func ValidateTemplate(t *extv1beta1.SandboxTemplate, opts Options) field.ErrorLi
 	pod := t.Spec.PodTemplate.Spec.DeepCopy()
 	errs = append(errs, opts.Policies.Packs.ApplyPod(pod, spec.Child("podTemplate", "spec"))...)
 	return errs
+}
+
+// TemplateStep decides what a controller does with a template's NetworkPolicy, given the one
+// observed under its name (nil if none): apply the rendered policy (create, or bring an owned one
+// back to the rendered spec), delete an owned one when the template is Unmanaged, and refuse to
+// touch a policy another owner controls, with upstream's message. It returns nil when nothing is
+// to be done.
+//
+// Deliberate deviation: an unowned policy that selects the template's pods by its
+// template-ref-hash (an earlier render applied by a GitOps tool, which cannot know UIDs) is
+// adopted; upstream refuses every policy it does not control.
+func TemplateStep(t *extv1beta1.SandboxTemplate, have *networkingv1.NetworkPolicy, opts Options) (*Step, error) {
+	want := TemplateNetworkPolicy(t, opts)
+	owned := have != nil && templateOwns(t, have)
+	if want == nil {
+		if owned {
+			return &Step{ActionDelete, "NetworkPolicy", have.Name, nil}, nil
+		}
+		return nil, nil
+	}
+	switch {
+	case have == nil:
+		return &Step{ActionCreate, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
+	case owned:
+		if equality.Semantic.DeepEqual(have.Spec, want.Spec) {
+			return nil, nil
+		}
+		return &Step{ActionUpdate, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
+	case metav1.GetControllerOfNoCopy(have) == nil &&
+		have.Spec.PodSelector.MatchLabels[agentsv1beta1.SandboxTemplateRefHashLabel] == NameHash(t.Name):
+		return &Step{ActionAdopt, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
+	}
+	return nil, fmt.Errorf("refusing to update NetworkPolicy %q as it is not controlled by SandboxTemplate %q", have.Name, t.Name)
+}
+
+func templateOwns(t *extv1beta1.SandboxTemplate, obj metav1.Object) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && t.UID != "" && ref.UID == t.UID
 }

@@ -1,0 +1,211 @@
+package render
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+func testTemplate(mgmt extv1beta1.NetworkPolicyManagement, custom *extv1beta1.NetworkPolicySpec) *extv1beta1.SandboxTemplate {
+	return &extv1beta1.SandboxTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "python", Namespace: "default", UID: "t-uid"},
+		Spec:       extv1beta1.SandboxTemplateSpec{NetworkPolicyManagement: mgmt, NetworkPolicy: custom},
+	}
+}
+
+func TestTemplateStep(t *testing.T) {
+	managed := testTemplate(extv1beta1.NetworkPolicyManagementManaged, nil)
+	rendered := TemplateNetworkPolicy(managed, Options{})
+	drifted := rendered.DeepCopy()
+	drifted.Spec.Egress = nil
+	gitops := rendered.DeepCopy()
+	gitops.OwnerReferences = nil
+	foreign := rendered.DeepCopy()
+	foreign.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "other", Controller: ptr.To(true)}}
+	unrelated := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "python-network-policy", Namespace: "default"}}
+
+	cases := map[string]struct {
+		reason   string
+		template *extv1beta1.SandboxTemplate
+		have     *networkingv1.NetworkPolicy
+		want     *Step
+		wantErr  string
+	}{
+		"create": {
+			reason: "a Managed template without a policy gets the rendered one", template: managed,
+			want: &Step{Action: ActionCreate, Kind: "NetworkPolicy", Name: "python-network-policy"},
+		},
+		"in sync": {
+			reason: "an owned policy equal to the render is left alone", template: managed, have: rendered,
+		},
+		"drift": {
+			reason: "an owned policy that drifted is brought back", template: managed, have: drifted,
+			want: &Step{Action: ActionUpdate, Kind: "NetworkPolicy", Name: "python-network-policy"},
+		},
+		"earlier render adopted": {
+			reason: "an unowned policy selecting the template's pods is an earlier GitOps render", template: managed, have: gitops,
+			want: &Step{Action: ActionAdopt, Kind: "NetworkPolicy", Name: "python-network-policy"},
+		},
+		"foreign refused": {
+			reason: "another controller's policy is never touched", template: managed, have: foreign,
+			wantErr: `refusing to update NetworkPolicy "python-network-policy" as it is not controlled by SandboxTemplate "python"`,
+		},
+		"unrelated refused": {
+			reason: "an unowned policy that selects something else is someone else's", template: managed, have: unrelated,
+			wantErr: `refusing to update NetworkPolicy "python-network-policy" as it is not controlled by SandboxTemplate "python"`,
+		},
+		"unmanaged deletes owned": {
+			reason: "Unmanaged removes the policy the template owns", template: testTemplate(extv1beta1.NetworkPolicyManagementUnmanaged, nil), have: rendered,
+			want: &Step{Action: ActionDelete, Kind: "NetworkPolicy", Name: "python-network-policy"},
+		},
+		"unmanaged leaves foreign": {
+			reason: "Unmanaged never deletes someone else's policy", template: testTemplate(extv1beta1.NetworkPolicyManagementUnmanaged, nil), have: gitops,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := TemplateStep(tc.template, tc.have, Options{})
+			if gotErr := errString(err); gotErr != tc.wantErr {
+				t.Fatalf("%s: error %q, want %q", tc.reason, gotErr, tc.wantErr)
+			}
+			if got != nil {
+				if got.Action != ActionDelete && (got.Intent == nil || got.Intent.Object.GetName() != got.Name) {
+					t.Errorf("%s: step %v carries no intent for its object", tc.reason, got)
+				}
+				got = &Step{Action: got.Action, Kind: got.Kind, Name: got.Name}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: TemplateStep (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestStatusNeedsWrite(t *testing.T) {
+	ready := func(s metav1.ConditionStatus) []metav1.Condition {
+		return []metav1.Condition{{Type: agentsv1beta1.ConditionReady, Status: s, Reason: "R", Message: "m"}}
+	}
+	cases := map[string]struct {
+		reason     string
+		prev, next agentsv1beta1.SandboxStatus
+		want       bool
+	}{
+		"equal":         {reason: "nothing changed", prev: agentsv1beta1.SandboxStatus{Conditions: ready("False")}, next: agentsv1beta1.SandboxStatus{Conditions: ready("False")}},
+		"condition":     {reason: "a condition changed", prev: agentsv1beta1.SandboxStatus{Conditions: ready("False")}, next: agentsv1beta1.SandboxStatus{Conditions: ready("True")}, want: true},
+		"only node":     {reason: "a node name alone waits for the next write while not Ready", prev: agentsv1beta1.SandboxStatus{Conditions: ready("False")}, next: agentsv1beta1.SandboxStatus{Conditions: ready("False"), NodeName: "n1"}},
+		"node on ready": {reason: "a node name is written at once when Ready", prev: agentsv1beta1.SandboxStatus{Conditions: ready("True")}, next: agentsv1beta1.SandboxStatus{Conditions: ready("True"), NodeName: "n1"}, want: true},
+		"node and ips":  {reason: "a node name with another change is written", prev: agentsv1beta1.SandboxStatus{Conditions: ready("False")}, next: agentsv1beta1.SandboxStatus{Conditions: ready("False"), NodeName: "n1", PodIPs: []string{"10.0.0.1"}}, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := StatusNeedsWrite(&tc.prev, &tc.next); got != tc.want {
+				t.Errorf("%s: StatusNeedsWrite = %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPlanIntents checks what a controller is told to apply: whole objects for creates and for a
+// Service kept as rendered, and for an existing Pod only its metadata (upstream never updates a
+// Pod's spec), for a kept Service only the label and selector upstream fixes, and for an adopted
+// PVC only the owner reference.
+func TestPlanIntents(t *testing.T) {
+	now := metav1.Now()
+	sb := &agentsv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: "default", UID: types.UID("sb-uid"), Generation: 1},
+		Spec: agentsv1beta1.SandboxSpec{
+			SandboxBlueprint: agentsv1beta1.SandboxBlueprint{
+				PodTemplate: agentsv1beta1.PodTemplate{
+					ObjectMeta: agentsv1beta1.PodMetadata{Labels: map[string]string{"app": "x"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+				},
+			},
+		},
+	}
+	children, err := Sandbox(sb, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalePod := children.Pod.DeepCopy()
+	stalePod.Labels = map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}
+	stalePod.Spec.Containers[0].Image = "old"
+	keptSvc := children.Service.DeepCopy()
+	keptSvc.Spec.Selector = map[string]string{"other": "x"}
+	gitopsPVC := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-box", Namespace: "default",
+		Labels: map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}}}
+	withPVC := sb.DeepCopy()
+	withPVC.Spec.VolumeClaimTemplates = []agentsv1beta1.PersistentVolumeClaimTemplate{{EmbeddedObjectMetadata: agentsv1beta1.EmbeddedObjectMetadata{Name: "data"}}}
+
+	type want struct {
+		Action ChildAction
+		Kind   string
+		Scope  []string
+		Labels map[string]string
+		Spec   bool
+	}
+	cases := map[string]struct {
+		reason string
+		sb     *agentsv1beta1.Sandbox
+		obs    ObservedChildren
+		want   []want
+	}{
+		"create": {
+			reason: "a new Sandbox creates its whole Pod", sb: sb,
+			want: []want{{Action: ActionCreate, Kind: "Pod", Labels: children.Pod.Labels, Spec: true}},
+		},
+		"pod metadata only": {
+			reason: "an existing Pod gets its metadata, never its spec", sb: sb, obs: ObservedChildren{Pods: []*corev1.Pod{stalePod}},
+			want: []want{{Action: ActionUpdate, Kind: "Pod", Scope: []string{ScopeLabels, ScopeAnnotations, ScopeOwnerReferences}, Labels: children.Pod.Labels}},
+		},
+		"kept service": {
+			reason: "a kept Service (spec.service unset) gets only its label and selector fixed", sb: sb,
+			obs: ObservedChildren{Pods: []*corev1.Pod{children.Pod}, Service: keptSvc},
+			want: []want{{Action: ActionUpdate, Kind: "Service", Scope: []string{ScopeLabels, ScopeOwnerReferences, ScopeSelector},
+				Labels: map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}, Spec: true}},
+		},
+		"adopted pvc": {
+			reason: "an earlier render's PVC only gains the owner reference", sb: withPVC,
+			obs: ObservedChildren{Pods: []*corev1.Pod{children.Pod}, PVCs: []*corev1.PersistentVolumeClaim{gitopsPVC}},
+			want: []want{
+				{Action: ActionAdopt, Kind: "PersistentVolumeClaim", Scope: []string{ScopeOwnerReferences}},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			plan := PlanSandbox(tc.sb, tc.obs, now, Options{})
+			var got []want
+			for _, s := range plan.Steps {
+				w := want{Action: s.Action, Kind: s.Kind, Scope: s.Intent.Scope, Labels: s.Intent.Object.GetLabels()}
+				switch o := s.Intent.Object.(type) {
+				case *corev1.Pod:
+					w.Spec = len(o.Spec.Containers) > 0
+				case *corev1.Service:
+					w.Spec = len(o.Spec.Selector) > 0
+				}
+				if refs := s.Intent.Object.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != "sb-uid" {
+					t.Errorf("%s: %s intent owner references %v, want the Sandbox's", tc.reason, s.Kind, refs)
+				}
+				got = append(got, w)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: intents (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
