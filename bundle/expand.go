@@ -56,8 +56,18 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 		out = append(out, u)
 	}
 
+	// A preview at a moment (opts.Now) leaves out Sandboxes a controller will have deleted.
+	gone := map[string]bool{}
+	for _, sb := range b.Input().Sandboxes {
+		if _, deleted := render.Expiring(sb, opts); deleted {
+			gone[sb.Namespace+"/"+sb.Name] = true
+		}
+	}
 	seen := make(map[string]bool, len(objs))
 	for _, o := range objs {
+		if o.GroupVersionKind().Group == "agents.x-k8s.io" && o.GetKind() == "Sandbox" && gone[o.GetNamespace()+"/"+o.GetName()] {
+			continue
+		}
 		id := identity(o)
 		if seen[id] {
 			errs = append(errs, &render.InvalidError{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(),

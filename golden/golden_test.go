@@ -33,7 +33,7 @@ var update = flag.Bool("update", false, "rewrite the golden files from the curre
 type caseConfig struct {
 	// ClusterDomain is passed to render.
 	ClusterDomain string `json:"clusterDomain,omitempty"`
-	// Now is the time of a controller pass (plan cases only).
+	// Now is the time of a controller pass, or the moment a render case previews.
 	Now *metav1.Time `json:"now,omitempty"`
 	// Adopt names warm Sandboxes to be adopted by claims (plan cases only): claim name → Sandbox
 	// name, in the namespace of the claim.
@@ -51,6 +51,9 @@ type renderOptions struct {
 
 func (c caseConfig) renderOptions() render.Options {
 	o := render.Options{ClusterDomain: c.ClusterDomain}
+	if c.Now != nil {
+		o.Now = &c.Now.Time
+	}
 	if c.Options != nil {
 		o.Policies = c.Options.Policies
 		o.AllowedLabelDomains = c.Options.AllowedLabelDomains

@@ -182,3 +182,16 @@ func existingChildAction(what string, obj metav1.Object, sb *agentsv1beta1.Sandb
 	}
 	return ActionAdopt, nil
 }
+
+// Expiring is what a render previewing opts.Now does with a Sandbox whose shutdownTime has come:
+// a controller has by then deleted its Pod and Service (the PVCs and a standalone NetworkPolicy
+// stay), and under shutdownPolicy Delete the Sandbox itself, and with it, through garbage
+// collection, everything it owned. It reports whether sb has expired at opts.Now and whether it
+// is then gone altogether.
+func Expiring(sb *agentsv1beta1.Sandbox, opts Options) (expired, deleted bool) {
+	if opts.Now == nil || !Expired(sb, *opts.Now) {
+		return false, false
+	}
+	p := sb.Spec.ShutdownPolicy
+	return true, p != nil && *p == agentsv1beta1.ShutdownPolicyDelete
+}

@@ -1,6 +1,10 @@
 package render
 
-import "github.com/sandbox-gitops/sandbox-gitops/policies"
+import (
+	"time"
+
+	"github.com/sandbox-gitops/sandbox-gitops/policies"
+)
 
 // DefaultClusterDomain is upstream's --cluster-domain default.
 const DefaultClusterDomain = "cluster.local"
@@ -25,6 +29,10 @@ type Options struct {
 	// controller knows them. A pool without an entry gets deterministic names from
 	// PoolMemberName. Upstream uses generateName, which server-side apply cannot create.
 	PoolMemberNames map[string][]string
+	// Now, when set, is the moment the render previews: a Sandbox whose shutdownTime has passed
+	// by then renders what a controller leaves of it (see Expiring). Unset, the render is
+	// time-free, which is what a Git repository wants; a controller always knows the time.
+	Now *time.Time
 }
 
 func (o Options) allowedLabelDomains() []string {

@@ -165,6 +165,12 @@ func (r *renderer) children(sb *agentsv1beta1.Sandbox, ctrl controller) {
 		r.errs = append(r.errs, err)
 		return
 	}
+	if expired, deleted := Expiring(sb, r.opts); deleted {
+		return
+	} else if expired {
+		c.Pod = nil
+		c.ServiceMode = ServiceKeep
+	}
 	parent := describe(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name)
 	hash := NameHash(sb.Name)
 	for _, o := range c.Objects() {
