@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,7 @@ func TemplateNetworkPolicy(t *extv1beta1.SandboxTemplate, opts Options) *network
 		spec = opts.Policies.NetworkPolicy.DefaultSpec(selector)
 	} else {
 		custom := t.Spec.NetworkPolicy.DeepCopy()
+		defaultPortProtocols(custom)
 		spec = networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: selector},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
@@ -106,4 +108,25 @@ func TemplateStep(t *extv1beta1.SandboxTemplate, have *networkingv1.NetworkPolic
 func templateOwns(t *extv1beta1.SandboxTemplate, obj metav1.Object) bool {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	return ref != nil && t.UID != "" && ref.UID == t.UID
+}
+
+// defaultPortProtocols sets protocol TCP on every port that names none, as the API server does
+// when it stores a NetworkPolicy (upstream spec §10). The rule lists are atomic for server-side
+// apply, so a controller owns them with the server's defaults in: rendering them defaulted keeps
+// the preview equal to the stored object and an unchanged policy from being applied again.
+func defaultPortProtocols(np *extv1beta1.NetworkPolicySpec) {
+	set := func(ports []networkingv1.NetworkPolicyPort) {
+		for i := range ports {
+			if ports[i].Protocol == nil {
+				tcp := corev1.ProtocolTCP
+				ports[i].Protocol = &tcp
+			}
+		}
+	}
+	for i := range np.Ingress {
+		set(np.Ingress[i].Ports)
+	}
+	for i := range np.Egress {
+		set(np.Egress[i].Ports)
+	}
 }

@@ -1,0 +1,210 @@
+// Command sandbox-controller is the thin controller of sandbox-gitops: it applies, with
+// server-side apply, exactly the children that `sandbox-render render` shows for each Sandbox
+// and SandboxTemplate, keeps them that way, and writes status as upstream's controller does.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/krm"
+)
+
+const usage = `sandbox-controller applies the children of agent-sandbox Sandboxes and SandboxTemplates
+(Pods, PVCs, headless Services, NetworkPolicies) with server-side apply, exactly as
+sandbox-render renders them, and writes their status as upstream's controller does.
+
+Usage:
+  sandbox-controller [flags]
+
+Render options come from the same SandboxRender file the KRM function uses (--render-config),
+so what a pull request previews is what the controller creates; the flags below override it.
+
+Exit codes:
+  0  stopped cleanly (SIGTERM)
+  1  the controller failed
+  2  usage error (unknown flag, bad value, unreadable --render-config)
+
+Flags:
+`
+
+func main() {
+	ctx := ctrl.SetupSignalHandler()
+	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+}
+
+type flags struct {
+	metricsAddr, probeAddr     string
+	leaderElect                bool
+	leaderElectionNamespace    string
+	renderConfig               string
+	clusterDomain              string
+	packs                      string
+	allowedLabelDomains        string
+	sandboxWorkers, tplWorkers int
+	namespaces                 string
+	qps                        float64
+	burst                      int
+	zap                        zap.Options
+}
+
+func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, error) {
+	f := &flags{}
+	fs := flag.NewFlagSet("sandbox-controller", flag.ContinueOnError)
+	// Errors are reported once, by run; the usage text only on --help.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	config.RegisterFlags(fs)
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to; 0 disables them")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader (a Lease) so only one replica reconciles at a time")
+	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the namespace the controller runs in)")
+	fs.StringVar(&f.renderConfig, "render-config", "", "a SandboxRender functionConfig file (the one the KRM function uses) with the render options")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", "", "cluster DNS domain for status.serviceFQDN (overrides --render-config; default cluster.local)")
+	fs.StringVar(&f.packs, "policy-packs", "", "comma-separated policy packs to turn on in addition to --render-config's: restricted, standalone-network-policy")
+	fs.StringVar(&f.allowedLabelDomains, "allowed-label-domains", "", "comma-separated label domains claims may use in additionalPodMetadata (overrides --render-config; default sandbox.users.io)")
+	fs.StringVar(&f.namespaces, "namespaces", "", "comma-separated namespaces to reconcile (default: all)")
+	fs.Float64Var(&f.qps, "kube-api-qps", 300, "requests per second the controller may send to the API server (client-side limit)")
+	fs.IntVar(&f.burst, "kube-api-burst", 600, "burst above --kube-api-qps")
+	fs.IntVar(&f.sandboxWorkers, "sandbox-workers", 100, "concurrent Sandbox reconciles")
+	fs.IntVar(&f.tplWorkers, "template-workers", 1, "concurrent SandboxTemplate reconciles")
+	f.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usage)
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+		}
+		return nil, nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, fmt.Errorf("unexpected arguments %q: sandbox-controller takes flags only", fs.Args())
+	}
+	if f.qps <= 0 || f.burst < 1 {
+		return nil, nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	if f.sandboxWorkers < 1 || f.tplWorkers < 1 {
+		return nil, nil, errors.New("--sandbox-workers and --template-workers must be at least 1")
+	}
+
+	var data []byte
+	if f.renderConfig != "" {
+		var err error
+		if data, err = os.ReadFile(f.renderConfig); err != nil {
+			return nil, nil, fmt.Errorf("reading --render-config: %w", err)
+		}
+	}
+	cfg, err := krm.ParseConfig(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--render-config %s: %w", f.renderConfig, err)
+	}
+	if f.clusterDomain != "" {
+		cfg.Spec.ClusterDomain = f.clusterDomain
+	}
+	if f.allowedLabelDomains != "" {
+		cfg.Spec.AllowedLabelDomains = splitList(f.allowedLabelDomains)
+	}
+	for _, p := range splitList(f.packs) {
+		switch p {
+		case "restricted":
+			cfg.Spec.Policies.Packs.Restricted = true
+		case "standalone-network-policy":
+			cfg.Spec.Policies.Packs.StandaloneNetworkPolicy = true
+		default:
+			return nil, nil, fmt.Errorf("--policy-packs: unknown pack %q (known: restricted, standalone-network-policy; the runtime-class pack needs its list, set it in --render-config)", p)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	return f, &controller.Options{Render: cfg.Options(), SandboxWorkers: f.sandboxWorkers, TemplateWorkers: f.tplWorkers, Namespaces: splitList(f.namespaces)}, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Scheme knows the kinds the controller reads and writes.
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, agentsv1beta1.AddToScheme, extv1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // static registration; cannot fail at run time
+		}
+	}
+	return s
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	f, opts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-controller: %v\n", err)
+		return 2
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+	log := ctrl.Log.WithName("setup")
+
+	restConfig, err := config.GetConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-controller: no cluster to talk to: %v (set --kubeconfig or KUBECONFIG, or run in a cluster)\n", err)
+		return 2
+	}
+	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
+	restConfig.UserAgent = "sandbox-gitops-controller"
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                  scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:  f.probeAddr,
+		LeaderElection:          f.leaderElect,
+		LeaderElectionID:        "sandbox-gitops-controller",
+		LeaderElectionNamespace: f.leaderElectionNamespace,
+		Cache:                   controller.CacheOptions(*opts),
+	})
+	if err != nil {
+		log.Error(err, "creating the manager")
+		return 1
+	}
+	if err := controller.Setup(ctx, mgr, *opts); err != nil {
+		log.Error(err, "setting up the controllers")
+		return 1
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "adding the health check")
+		return 1
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "adding the readiness check")
+		return 1
+	}
+	log.Info("starting", "fieldManager", controller.FieldManager)
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "running the manager")
+		return 1
+	}
+	return 0
+}

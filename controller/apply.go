@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// FieldManager is the one field manager every write of this controller uses. Kubernetes' advice
+// for controllers: a stable name per role, conflicts forced on the fields it owns.
+const FieldManager = "sandbox-gitops"
+
+// Outcome is what applying one intent did.
+type Outcome string
+
+const (
+	// Created: the object did not exist and was created.
+	Created Outcome = "Created"
+	// Configured: the object existed and the intent changed what the field manager owns.
+	Configured Outcome = "Configured"
+	// Unchanged: the intent equals what the field manager already owns; nothing was sent.
+	Unchanged Outcome = "Unchanged"
+	// Deleted: the object was deleted.
+	Deleted Outcome = "Deleted"
+)
+
+// applier sends intents with server-side apply. It compares each intent with what FieldManager
+// already owns in the live object (client-go's Extract functions read that from managedFields)
+// instead of sending a dry run, so an unchanged intent costs no request at all.
+type applier struct {
+	client client.Client
+}
+
+// apply applies intent to the object, live being the object as observed (nil if absent).
+func (a applier) apply(ctx context.Context, intent *render.Intent, live client.Object) (Outcome, error) {
+	want, err := toMap(intent.Object)
+	if err != nil {
+		return "", err
+	}
+	owned := map[string]any{}
+	if live != nil {
+		if owned, err = ownedFields(live); err != nil {
+			return "", err
+		}
+	}
+	config := want
+	if len(intent.Scope) > 0 {
+		// A partial intent: send everything the manager owns again, with the scoped fields
+		// replaced, or server-side apply would remove the fields left out.
+		config = runtime.DeepCopyJSON(owned)
+		for _, p := range intent.Scope {
+			path := strings.Split(p, ".")
+			if v, ok, _ := unstructured.NestedFieldNoCopy(want, path...); ok {
+				if err := unstructured.SetNestedField(config, v, path...); err != nil {
+					return "", err
+				}
+			} else {
+				unstructured.RemoveNestedField(config, path...)
+			}
+		}
+		for _, k := range []string{"apiVersion", "kind"} {
+			config[k] = want[k]
+		}
+		for _, k := range []string{"name", "namespace"} {
+			if err := unstructured.SetNestedField(config, want["metadata"].(map[string]any)[k], "metadata", k); err != nil {
+				return "", err
+			}
+		}
+	}
+	if live != nil && reflect.DeepEqual(normalize(config), normalize(owned)) {
+		return Unchanged, nil
+	}
+	err = a.send(ctx, config)
+	if apierrors.IsInvalid(err) && live != nil && len(intent.Scope) == 0 {
+		// Forcing takes over the fields another manager changed, but list items another manager
+		// added stay (a Service port renumbered by hand keeps its name, and the merge has two
+		// ports of one name). A child kept exactly as rendered then gets its spec replaced
+		// wholesale, as upstream's drift fix does, and the apply is sent again.
+		if perr := a.replaceSpec(ctx, live, want); perr != nil {
+			return "", fmt.Errorf("%w; replacing its spec: %v", err, perr)
+		}
+		err = a.send(ctx, config)
+	}
+	if err != nil {
+		return "", err
+	}
+	if live == nil {
+		return Created, nil
+	}
+	return Configured, nil
+}
+
+func (a applier) send(ctx context.Context, config map[string]any) error {
+	u := &unstructured.Unstructured{Object: config}
+	if err := a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %q: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+// replaceSpec sets every field of want's spec on the live object with a JSON merge patch, which
+// replaces lists whole.
+func (a applier) replaceSpec(ctx context.Context, live client.Object, want map[string]any) error {
+	spec, ok := want["spec"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("no spec to replace")
+	}
+	patch, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return err
+	}
+	return a.client.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
+}
+
+// delete deletes obj if it is still the object observed (same UID); an object already gone is
+// fine.
+func (a applier) delete(ctx context.Context, obj client.Object) (Outcome, error) {
+	uid := obj.GetUID()
+	err := a.client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("deleting %T %q: %w", obj, obj.GetName(), err)
+	}
+	return Deleted, nil
+}
+
+// ownedFields is what FieldManager applied to obj, as it is now, read from managedFields.
+func ownedFields(obj client.Object) (map[string]any, error) {
+	var extracted any
+	var err error
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		extracted, err = corev1ac.ExtractPod(o, FieldManager)
+	case *corev1.Service:
+		extracted, err = corev1ac.ExtractService(o, FieldManager)
+	case *corev1.PersistentVolumeClaim:
+		extracted, err = corev1ac.ExtractPersistentVolumeClaim(o, FieldManager)
+	case *networkingv1.NetworkPolicy:
+		extracted, err = networkingv1ac.ExtractNetworkPolicy(o, FieldManager)
+	default:
+		return nil, fmt.Errorf("no field extraction for %T", obj)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the fields %s owns in %q: %w", FieldManager, obj.GetName(), err)
+	}
+	return toMap(extracted)
+}
+
+// toMap is v as JSON, with what an apply never sends removed (status, creationTimestamp).
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+	return m, nil
+}
+
+// normalize drops empty maps, empty lists and nulls, which server-side apply records no
+// differently from absent fields, so that comparing an intent with the extracted fields does
+// not see a change where the API server would see none.
+func normalize(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range t {
+			if n := normalize(e); n != nil {
+				out[k] = n
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		if len(t) == 0 {
+			return nil
+		}
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = normalize(e)
+		}
+		return out
+	}
+	return v
+}

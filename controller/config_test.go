@@ -1,0 +1,106 @@
+package controller_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+)
+
+// TestRBACUpToDate: config/rbac/role.yaml is what controller-gen makes of the +kubebuilder:rbac
+// markers in controller/ (the suite runs the controller under exactly that role).
+func TestRBACUpToDate(t *testing.T) {
+	gen := testenv.Tool(t, "controller-gen")
+	out := t.TempDir()
+	cmd := exec.Command(gen, "rbac:roleName=sandbox-gitops-controller", "paths=./controller/...", "output:rbac:artifacts:config="+out)
+	cmd.Dir = testenv.RepoRoot()
+	if o, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("controller-gen: %v\n%s", err, o)
+	}
+	got, err := os.ReadFile(filepath.Join(out, "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("config/rbac/role.yaml is stale; run make manifests (-committed +generated):\n%s", diff)
+	}
+}
+
+// TestRBACIsLeastPrivilege: no wildcards, no Secrets, no escalation verbs, nothing
+// cluster-admin-like in the role the controller runs under.
+func TestRBACIsLeastPrivilege(t *testing.T) {
+	objs, err := readManifests(filepath.Join(testenv.RepoRoot(), "config", "rbac"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			for _, k := range []string{"apiGroups", "resources", "verbs"} {
+				vals, _, _ := unstructured.NestedStringSlice(rule, k)
+				for _, v := range vals {
+					if v == "*" {
+						t.Errorf("%s %s: wildcard in %s", o.GetKind(), o.GetName(), k)
+					}
+					if k == "resources" && (v == "secrets" || strings.HasPrefix(v, "roles") || strings.HasPrefix(v, "clusterroles")) {
+						t.Errorf("%s %s: the controller must not touch %s", o.GetKind(), o.GetName(), v)
+					}
+					if k == "verbs" && (v == "escalate" || v == "bind" || v == "impersonate") {
+						t.Errorf("%s %s: verb %s", o.GetKind(), o.GetName(), v)
+					}
+				}
+			}
+		}
+		if o.GetKind() == "ClusterRoleBinding" {
+			if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref == "cluster-admin" {
+				t.Errorf("%s binds cluster-admin", o.GetName())
+			}
+		}
+	}
+}
+
+// TestConfigDefaultBuilds: `kustomize build config/default` (the content of
+// `kubectl apply -k config/default`) builds with the kustomize from make tools, and holds the
+// CRDs, the RBAC the suite ran under, and the Deployment.
+func TestConfigDefaultBuilds(t *testing.T) {
+	kustomize := testenv.Tool(t, "kustomize")
+	cmd := exec.Command(kustomize, "build", filepath.Join(testenv.RepoRoot(), "config", "default"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build config/default: %v\n%s", err, exitStderr(err))
+	}
+	kinds := map[string]int{}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var u map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &u); err != nil {
+			t.Fatal(err)
+		}
+		kinds[u["kind"].(string)]++
+	}
+	want := map[string]int{
+		"CustomResourceDefinition": 4, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 1,
+	}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("kustomize build config/default kinds (-want +got):\n%s", diff)
+	}
+}
+
+func exitStderr(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}

@@ -1,0 +1,305 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/kubeletsim"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// TestDeletedChildRestored: a Service the Sandbox asks for, deleted by someone, comes back.
+func TestDeletedChildRestored(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
+	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	svc := &corev1.Service{}
+	if err := get(ns, "box", svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the Service restored", func() error {
+		s := &corev1.Service{}
+		if err := get(ns, "box", s); err != nil {
+			return err
+		}
+		if s.UID == svc.UID {
+			return fmt.Errorf("still the old Service")
+		}
+		return nil
+	})
+}
+
+// TestForeignManagerOverwriteRestored: another field manager changing fields the controller
+// owns (a Pod label, a Service's selector and ports) takes them over; the next reconcile forces
+// them back, because the controller's apply is forced and its extracted fields no longer match.
+func TestForeignManagerOverwriteRestored(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
+	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+
+	pod := &corev1.Pod{}
+	if err := get(ns, "box", pod); err != nil {
+		t.Fatal(err)
+	}
+	orig := pod.DeepCopy()
+	pod.Labels["app"] = "hijacked"
+	if err := admin.Patch(context.Background(), pod, client.MergeFrom(orig), client.FieldOwner("someone-else")); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{}
+	if err := get(ns, "box", svc); err != nil {
+		t.Fatal(err)
+	}
+	origSvc := svc.DeepCopy()
+	svc.Spec.Ports[0].Port = 9999
+	if err := admin.Patch(context.Background(), svc, client.MergeFrom(origSvc), client.FieldOwner("someone-else")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the controller's fields restored", func() error {
+		p := &corev1.Pod{}
+		if err := get(ns, "box", p); err != nil {
+			return err
+		}
+		s := &corev1.Service{}
+		if err := get(ns, "box", s); err != nil {
+			return err
+		}
+		if p.Labels["app"] != "agent" || s.Spec.Ports[0].Port != 8888 {
+			return fmt.Errorf("pod label app=%q, service port %d", p.Labels["app"], s.Spec.Ports[0].Port)
+		}
+		return nil
+	})
+}
+
+// TestRestartWritesNothing: a controller started on a converged namespace sends zero write
+// requests (counted by the API server) and creates no duplicates.
+func TestRestartWritesNothing(t *testing.T) {
+	ns := newNamespace(t)
+	stop := startController(t, ns, controller.Options{Render: render.Options{}})
+	for i := range 5 {
+		create(t, sandbox(ns, fmt.Sprintf("box-%d", i), func(sb *agentsv1beta1.Sandbox) {
+			sb.Spec.Service = ptr.To(i%2 == 0)
+			if i == 4 {
+				sb.Spec.VolumeClaimTemplates = []agentsv1beta1.PersistentVolumeClaimTemplate{{
+					EmbeddedObjectMetadata: agentsv1beta1.EmbeddedObjectMetadata{Name: "work"},
+					Spec: corev1.PersistentVolumeClaimSpec{
+						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: mustQuantity("1Gi")}},
+					},
+				}}
+			}
+		}))
+	}
+	// Templates with the secure default and with custom rules whose ports name no protocol
+	// (the API server defaults it).
+	create(t, template(ns, "default-policy"))
+	create(t, template(ns, "custom-policy", func(tpl *extv1beta1.SandboxTemplate) {
+		tpl.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			Ports: []networkingv1.NetworkPolicyPort{{Port: intOrString(8888)}}}}}
+	}))
+	for i := range 5 {
+		waitReady(t, ns, fmt.Sprintf("box-%d", i), metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	}
+	for _, name := range []string{"default-policy", "custom-policy"} {
+		eventually(t, 30*time.Second, "NetworkPolicy of "+name, func() error { return get(ns, name+"-network-policy", &networkingv1.NetworkPolicy{}) })
+	}
+	// Converged: a few seconds without writes first (the last status writes settle).
+	settle(t, 15*time.Second)
+	stop()
+
+	before := writeCounts(t)
+	startController(t, ns, controller.Options{})
+	time.Sleep(3 * time.Second)
+	if n, by := controllerWrites(before, writeCounts(t)); n != 0 {
+		t.Errorf("a restarted controller wrote %v times on a converged namespace: %v", n, by)
+	}
+	pods := &corev1.PodList{}
+	if err := admin.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 5 {
+		t.Errorf("%d Pods for 5 Sandboxes", len(pods.Items))
+	}
+}
+
+// settle waits until the controller has made no write for two seconds.
+func settle(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	prev := writeCounts(t)
+	eventually(t, timeout, "the controller to stop writing", func() error {
+		time.Sleep(2 * time.Second)
+		now := writeCounts(t)
+		n, by := controllerWrites(prev, now)
+		prev = now
+		if n != 0 {
+			return fmt.Errorf("%v", by)
+		}
+		return nil
+	})
+}
+
+// TestConvergedPassWritesNothing: reconciles of a converged namespace (each Sandbox touched, so
+// every one is reconciled again) send zero writes.
+func TestConvergedPassWritesNothing(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	for i := range 3 {
+		create(t, sandbox(ns, fmt.Sprintf("box-%d", i), func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
+	}
+	for i := range 3 {
+		waitReady(t, ns, fmt.Sprintf("box-%d", i), metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	}
+	settle(t, 15*time.Second)
+	before := writeCounts(t)
+	// An annotation on the Sandbox is not rendered anywhere: every Sandbox is reconciled again
+	// and nothing is to be written.
+	for i := range 3 {
+		sb := &agentsv1beta1.Sandbox{}
+		if err := get(ns, fmt.Sprintf("box-%d", i), sb); err != nil {
+			t.Fatal(err)
+		}
+		orig := sb.DeepCopy()
+		sb.Annotations = map[string]string{"touched": "yes"}
+		if err := admin.Patch(context.Background(), sb, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(3 * time.Second)
+	after := writeCounts(t)
+	n, by := controllerWrites(before, after)
+	// The test's own three annotation patches are "sandboxes PATCH".
+	by["sandboxes PATCH"] -= 3
+	n -= 3
+	if n != 0 {
+		t.Errorf("reconciles of a converged namespace wrote: %v", by)
+	}
+}
+
+// TestAPIServerRestart: the API server goes away mid-run and comes back; the controller
+// converges on what changed meanwhile. It has a control plane of its own, so the rest of the
+// suite never sees the outage.
+func TestAPIServerRestart(t *testing.T) {
+	own, err := testenv.NewEnvironment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own.ControlPlane.GetAPIServer().CertDir = t.TempDir() // same certificates after the restart
+	own.ControlPlaneStopTimeout = 2 * time.Minute
+	cfg, err := own.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := own.Stop(); err != nil {
+			t.Errorf("stopping the second API server: %v", err)
+		}
+	}()
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kubelet, err := kubeletsim.Start(ctx, cfg, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kubelet.Stop()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: controller.CacheOptions(controller.Options{}), Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.Setup(ctx, mgr, controller.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	ready := func(name string) {
+		t.Helper()
+		eventually(t, 60*time.Second, name+" Ready", func() error {
+			sb := &agentsv1beta1.Sandbox{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, sb); err != nil {
+				return err
+			}
+			if cond := findCondition(sb, agentsv1beta1.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue {
+				return fmt.Errorf("not Ready: %+v", cond)
+			}
+			return nil
+		})
+	}
+	if err := c.Create(ctx, sandbox("default", "before")); err != nil {
+		t.Fatal(err)
+	}
+	ready("before")
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "before"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A crash, not a graceful shutdown (which waits a minute for long-running requests).
+	apiServer := own.ControlPlane.GetAPIServer()
+	killProcess(t, "kube-apiserver", "--secure-port="+apiServer.SecureServing.Port)
+	if err := apiServer.Stop(); err != nil {
+		t.Fatalf("cleaning up after kube-apiserver: %v", err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := apiServer.Start(); err != nil {
+		t.Fatalf("starting kube-apiserver again: %v", err)
+	}
+	eventually(t, 60*time.Second, "the API server back", func() error {
+		return c.Create(ctx, sandbox("default", "after", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
+	})
+	ready("before")
+	ready("after")
+}
+
+// killProcess sends SIGKILL to the process whose command line holds name and arg.
+func killProcess(t *testing.T, name, arg string) {
+	t.Helper()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmdline := strings.Split(string(b), "\x00")
+		if !strings.HasSuffix(cmdline[0], name) || !slices.Contains(cmdline, arg) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no %s process with %s", name, arg)
+}

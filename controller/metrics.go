@@ -1,0 +1,28 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// sandboxReadySeconds is what a user of a Sandbox waits for: from its creation to the first
+// time this controller reports it Ready. controller-runtime's own metrics (reconcile counts and
+// durations, work queue depth) come from the same registry.
+var sandboxReadySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "sandbox_gitops_sandbox_ready_seconds",
+	Help:    "Time from a Sandbox's creation to the first status that reports it Ready.",
+	Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
+})
+
+func init() {
+	metrics.Registry.MustRegister(sandboxReadySeconds)
+}
+
+func observeReady(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	sandboxReadySeconds.Observe(d.Seconds())
+}

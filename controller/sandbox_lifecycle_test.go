@@ -1,0 +1,229 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// TestSandboxBecomesReady: a Sandbox gets its Pod and Service through server-side apply under the
+// controller's field manager, with the Sandbox as controller owner (real UID), and reaches
+// Ready=True with the Pod's IP, node and the Service in its status.
+func TestSandboxBecomesReady(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
+
+	sb := waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	if c := findCondition(sb, agentsv1beta1.ConditionReady); c.Message != "Pod is Ready; Service Exists" {
+		t.Errorf("Ready message %q, want %q", c.Message, "Pod is Ready; Service Exists")
+	}
+	if len(sb.Status.PodIPs) != 1 || sb.Status.NodeName == "" || sb.Status.Service != "box" ||
+		sb.Status.ServiceFQDN != "box."+ns+".svc.cluster.local" || sb.Status.LabelSelector != agentsv1beta1.SandboxNameHashLabel+"="+render.NameHash("box") {
+		t.Errorf("status %+v lacks the Pod's IP, node, Service or selector", sb.Status)
+	}
+	pod := &corev1.Pod{}
+	if err := get(ns, "box", pod); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{}
+	if err := get(ns, "box", svc); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []client.Object{pod, svc} {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.UID != sb.UID || ref.Kind != "Sandbox" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+			t.Errorf("%T owner reference %+v, want the Sandbox (UID %s) as blocking controller", o, ref, sb.UID)
+		}
+		if !appliedBy(o, controller.FieldManager) {
+			t.Errorf("%T managedFields %v: want an Apply entry of %s", o, managers(o), controller.FieldManager)
+		}
+	}
+}
+
+// TestPodRecreatedAfterExternalDelete: upstream's behaviour, a running Sandbox whose Pod is
+// deleted by someone gets a new Pod under the Sandbox's name.
+func TestPodRecreatedAfterExternalDelete(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, sandbox(ns, "box"))
+	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	old := &corev1.Pod{}
+	if err := get(ns, "box", old); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a new Pod", func() error {
+		p := &corev1.Pod{}
+		if err := get(ns, "box", p); err != nil {
+			return err
+		}
+		if p.UID == old.UID {
+			return fmt.Errorf("still the old Pod")
+		}
+		return nil
+	})
+	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+}
+
+// TestSuspendAndResume: Suspended deletes the Pod (the Service and PVCs stay) and reports
+// Suspended=True; Running again creates a fresh Pod.
+func TestSuspendAndResume(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
+	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+
+	setMode(t, ns, "box", agentsv1beta1.SandboxOperatingModeSuspended)
+	eventually(t, 30*time.Second, "the Pod deleted", func() error { return notFound(ns, "box", &corev1.Pod{}) })
+	eventually(t, 30*time.Second, "Suspended=True/PodTerminated", func() error {
+		sb := &agentsv1beta1.Sandbox{}
+		if err := get(ns, "box", sb); err != nil {
+			return err
+		}
+		c := findCondition(sb, agentsv1beta1.ConditionSuspended)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != agentsv1beta1.ReasonSuspendedPodTerminated {
+			return fmt.Errorf("Suspended condition %+v", c)
+		}
+		if r := findCondition(sb, agentsv1beta1.ConditionReady); r.Reason != agentsv1beta1.ReasonSandboxSuspended || r.Message != "Sandbox is suspended" {
+			return fmt.Errorf("Ready condition %+v", r)
+		}
+		return nil
+	})
+	if err := get(ns, "box", &corev1.Service{}); err != nil {
+		t.Errorf("the Service must survive a suspend: %v", err)
+	}
+
+	setMode(t, ns, "box", agentsv1beta1.SandboxOperatingModeRunning)
+	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+}
+
+// TestFinishedPods: a Pod that ran to completion is neither deleted nor recreated; the Sandbox
+// reports Finished and Ready=False with the phase's reason.
+func TestFinishedPods(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	for name, outcome := range map[string]string{"ok": "Succeed", "bad": "Fail"} {
+		create(t, sandbox(ns, name, func(sb *agentsv1beta1.Sandbox) {
+			sb.Spec.PodTemplate.ObjectMeta.Annotations = map[string]string{outcomeAnnotation: outcome}
+		}))
+	}
+	for name, reason := range map[string]string{"ok": agentsv1beta1.ReasonPodSucceeded, "bad": agentsv1beta1.ReasonPodFailed} {
+		sb := waitReady(t, ns, name, metav1.ConditionFalse, reason)
+		if c := findCondition(sb, agentsv1beta1.ConditionFinished); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
+			t.Errorf("%s: Finished condition %+v, want True/%s", name, c, reason)
+		}
+	}
+}
+
+// TestLiveMetadataSync: template label and annotation edits reach the running Pod (its spec is
+// never touched), and labels the template drops are removed.
+func TestLiveMetadataSync(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) {
+		sb.Spec.PodTemplate.ObjectMeta.Labels["team"] = "a"
+	}))
+	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	before := &corev1.Pod{}
+	if err := get(ns, "box", before); err != nil {
+		t.Fatal(err)
+	}
+	update(t, ns, "box", func(sb *agentsv1beta1.Sandbox) {
+		delete(sb.Spec.PodTemplate.ObjectMeta.Labels, "team")
+		sb.Spec.PodTemplate.ObjectMeta.Labels["tier"] = "gold"
+		sb.Spec.PodTemplate.ObjectMeta.Annotations = map[string]string{"note": "hi"}
+		sb.Spec.PodTemplate.Spec.Containers[0].Image = "python:3.13"
+	})
+	eventually(t, 30*time.Second, "the Pod's metadata synced", func() error {
+		p := &corev1.Pod{}
+		if err := get(ns, "box", p); err != nil {
+			return err
+		}
+		if p.Labels["tier"] != "gold" || p.Labels["team"] != "" || p.Annotations["note"] != "hi" ||
+			p.Annotations[agentsv1beta1.SandboxPropagatedLabelsAnnotation] != "app,tier" {
+			return fmt.Errorf("labels %v annotations %v", p.Labels, p.Annotations)
+		}
+		if p.UID != before.UID || p.Spec.Containers[0].Image != "python:3.12" {
+			return fmt.Errorf("the Pod was replaced or its spec changed (image %s)", p.Spec.Containers[0].Image)
+		}
+		return nil
+	})
+}
+
+// TestInvalidSandboxReportsField: a Sandbox the render rejects gets Ready=False naming the field,
+// and the controller neither crashes nor retries in a hot loop (a second look writes nothing).
+func TestInvalidSandboxReportsField(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	// A Service named after a Sandbox must be a DNS-1035 label: "9box" is a valid Sandbox name
+	// but no Service can have it.
+	create(t, sandbox(ns, "9box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
+	sb := waitReady(t, ns, "9box", metav1.ConditionFalse, agentsv1beta1.ReasonReconcilerError)
+	c := findCondition(sb, agentsv1beta1.ConditionReady)
+	if want := "metadata.name"; !strings.Contains(c.Message, want) {
+		t.Errorf("Ready message %q does not name the field %s", c.Message, want)
+	}
+	before := writeCounts(t)
+	time.Sleep(3 * time.Second)
+	if n, by := controllerWrites(before, writeCounts(t)); n != 0 {
+		t.Errorf("an invalid Sandbox kept the controller writing: %v", by)
+	}
+}
+
+func setMode(t *testing.T, ns, name string, mode agentsv1beta1.SandboxOperatingMode) {
+	t.Helper()
+	update(t, ns, name, func(sb *agentsv1beta1.Sandbox) { sb.Spec.OperatingMode = mode })
+}
+
+// update changes a Sandbox's spec as a user would (retrying on conflicts with status writes).
+func update(t testing.TB, ns, name string, mutate func(*agentsv1beta1.Sandbox)) {
+	t.Helper()
+	eventually(t, 10*time.Second, "updating Sandbox "+name, func() error {
+		sb := &agentsv1beta1.Sandbox{}
+		if err := get(ns, name, sb); err != nil {
+			return err
+		}
+		mutate(sb)
+		return admin.Update(context.Background(), sb)
+	})
+}
+
+func findCondition(sb *agentsv1beta1.Sandbox, typ string) *metav1.Condition {
+	for i := range sb.Status.Conditions {
+		if sb.Status.Conditions[i].Type == typ {
+			return &sb.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func appliedBy(o client.Object, manager string) bool {
+	for _, e := range o.GetManagedFields() {
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+func managers(o client.Object) []string {
+	var out []string
+	for _, e := range o.GetManagedFields() {
+		out = append(out, e.Manager+"/"+string(e.Operation))
+	}
+	return out
+}
