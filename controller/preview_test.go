@@ -42,8 +42,8 @@ type goldenConfig struct {
 	ClusterDomain string `json:"clusterDomain,omitempty"`
 	// Now is the moment a case previews; here the preview is taken at the real time instead,
 	// which is the moment the controller acts.
-	Now *metav1.Time `json:"now,omitempty"`
-	Options       *struct {
+	Now     *metav1.Time `json:"now,omitempty"`
+	Options *struct {
 		Policies                policies.Config `json:"policies,omitempty"`
 		AllowedLabelDomains     []string        `json:"allowedLabelDomains,omitempty"`
 		DisableWarmPoolEviction bool            `json:"disableWarmPoolEviction,omitempty"`
