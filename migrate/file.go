@@ -265,8 +265,12 @@ func applyEdits(body string, edits []textEdit) (string, bool) {
 			out.WriteString(l)
 			continue
 		}
+		eol := "\n"
+		if strings.HasSuffix(l, "\r\n") {
+			eol = "\r\n"
+		}
 		for _, ins := range le.insert {
-			out.WriteString(ins + "\n")
+			out.WriteString(ins + eol)
 		}
 		if le.del {
 			continue

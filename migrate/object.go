@@ -285,7 +285,7 @@ func (c *converter) claim(obj *yaml) {
 		if c.opts.PoolTemplate != nil {
 			if pt, known := c.opts.PoolTemplate(ns, pool); known && pt != template {
 				c.fail(tmplNode, field.Invalid(refPath.Child("name"), template, fmt.Sprintf(
-					"a v1beta1 claim takes its template from its pool, and pool %q uses template %q: converting would change the claim's template; point the claim at a pool of template %q", pool, pt, template)))
+					"converting to v1beta1 would lose it: a v1beta1 claim takes its template from its pool, and pool %q uses template %q; point the claim at a pool of template %q", pool, pt, template)))
 				return
 			} else if !known && pool != template {
 				c.warn(tmplNode, field.Invalid(refPath.Child("name"), template, fmt.Sprintf(
