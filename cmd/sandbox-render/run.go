@@ -104,7 +104,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(fnCommand(stdin, stdout, stderr), renderCommand(stdin, stdout, stderr),
-		validateCommand(stdin, stdout, stderr), buildCommand(stdout, stderr))
+		validateCommand(stdin, stdout, stderr), buildCommand(stdout, stderr), migrateCommand(stdout, stderr))
 	return root
 }
 
