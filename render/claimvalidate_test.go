@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
@@ -82,6 +83,26 @@ func TestInjectEnvValueFrom(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, spec.Containers[0].Env); diff != "" {
 				t.Errorf("env (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClaimNeedsColdStart(t *testing.T) {
+	cases := map[string]struct {
+		spec extv1beta1.SandboxClaimSpec
+		want bool
+	}{
+		"nothing to inject": {extv1beta1.SandboxClaimSpec{}, false},
+		"literal env":       {extv1beta1.SandboxClaimSpec{Env: []extv1beta1.EnvVar{{Name: "A", Value: ptr.To("x")}}}, true},
+		"env from a Secret": {extv1beta1.SandboxClaimSpec{Env: []extv1beta1.EnvVar{{Name: "A", ValueFrom: &extv1beta1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}}}}, true},
+		"volume claim templates": {extv1beta1.SandboxClaimSpec{VolumeClaimTemplates: make([]agentsv1beta1.PersistentVolumeClaimTemplate, 1)}, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := ClaimNeedsColdStart(&extv1beta1.SandboxClaim{Spec: tc.spec}); got != tc.want {
+				t.Errorf("ClaimNeedsColdStart = %v, want %v", got, tc.want)
 			}
 		})
 	}
