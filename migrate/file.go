@@ -309,9 +309,12 @@ func sameData(text string, node *kyaml.Node) bool {
 func (r *FileResult) Messages(file string) []string {
 	var out []string
 	for _, o := range r.Objects {
-		obj := o.Kind + " " + o.Name
-		if o.Namespace != "" {
-			obj = o.Kind + " " + o.Namespace + "/" + o.Name
+		obj := o.Kind
+		switch {
+		case o.Name != "" && o.Namespace != "":
+			obj += " " + o.Namespace + "/" + o.Name
+		case o.Name != "":
+			obj += " " + o.Name
 		}
 		for _, f := range o.Findings {
 			sev := "error"

@@ -135,6 +135,10 @@ func (c *converter) object(obj *yaml) {
 			c.res.Namespace = v.Value
 		}
 	}
+	if av.Value == "v1" && strings.HasSuffix(kv.Value, "List") {
+		c.list(obj)
+		return
+	}
 	if !IsV1alpha1(av.Value) {
 		return
 	}
@@ -153,6 +157,26 @@ func (c *converter) object(obj *yaml) {
 		return
 	}
 	c.setScalar(av, group+"/"+toVersion)
+}
+
+// list converts the items of a v1 List (what kubectl get -o yaml writes) into the List's result;
+// findings name the item by its index.
+func (c *converter) list(obj *yaml) {
+	_, items := get(obj, "items")
+	if items == nil || items.Kind != kyaml.SequenceNode {
+		return
+	}
+	kind, ns, name := c.res.Kind, c.res.Namespace, c.res.Name
+	for i, it := range items.Content {
+		before := len(c.res.Findings)
+		item := &converter{opts: c.opts, res: c.res}
+		item.object(it)
+		for _, f := range c.res.Findings[before:] {
+			f.Err.Field = fmt.Sprintf("items[%d].%s", i, f.Err.Field)
+		}
+		c.edits = append(c.edits, item.edits...)
+	}
+	c.res.Kind, c.res.Namespace, c.res.Name = kind, ns, name
 }
 
 // sandbox: replicas 0 is operatingMode Suspended, 1 Running; absent stays absent (the default is
