@@ -124,24 +124,39 @@ func (f *File) Pools(add func(namespace, name, template string)) {
 		obj := d.object()
 		_, av := get(obj, "apiVersion")
 		_, kv := get(obj, "kind")
-		if av == nil || kv == nil || kv.Value != "SandboxWarmPool" || !strings.HasPrefix(av.Value, extensionsGroup+"/") {
+		if av != nil && kv != nil && av.Value == "v1" && strings.HasSuffix(kv.Value, "List") {
+			if _, items := get(obj, "items"); items != nil && items.Kind == kyaml.SequenceNode {
+				for _, it := range items.Content {
+					pool(it, add)
+				}
+			}
 			continue
 		}
-		var ns, name, tmpl string
-		_, md := get(obj, "metadata")
-		if _, v := get(md, "name"); v != nil {
-			name = v.Value
-		}
-		if _, v := get(md, "namespace"); v != nil {
-			ns = v.Value
-		}
-		_, spec := get(obj, "spec")
-		_, ref := get(spec, "sandboxTemplateRef")
-		if _, v := get(ref, "name"); v != nil {
-			tmpl = v.Value
-		}
-		add(ns, name, tmpl)
+		pool(obj, add)
 	}
+}
+
+// pool calls add if obj is a SandboxWarmPool.
+func pool(obj *kyaml.Node, add func(namespace, name, template string)) {
+	_, av := get(obj, "apiVersion")
+	_, kv := get(obj, "kind")
+	if av == nil || kv == nil || kv.Value != "SandboxWarmPool" || !strings.HasPrefix(av.Value, extensionsGroup+"/") {
+		return
+	}
+	var ns, name, tmpl string
+	_, md := get(obj, "metadata")
+	if _, v := get(md, "name"); v != nil {
+		name = v.Value
+	}
+	if _, v := get(md, "namespace"); v != nil {
+		ns = v.Value
+	}
+	_, spec := get(obj, "spec")
+	_, ref := get(spec, "sandboxTemplateRef")
+	if _, v := get(ref, "name"); v != nil {
+		tmpl = v.Value
+	}
+	add(ns, name, tmpl)
 }
 
 // FileResult is what migrating a file did: one result per object, with lines of the file.
