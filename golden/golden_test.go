@@ -40,6 +40,8 @@ type caseConfig struct {
 	Adopt map[string]string `json:"adopt,omitempty"`
 	// Options are render options: policies, allowed label domains, warm pool eviction.
 	Options *renderOptions `json:"options,omitempty"`
+	// KeepSourceVersions writes v1alpha1 sources as they are instead of converted to v1beta1.
+	KeepSourceVersions bool `json:"keepSourceVersions,omitempty"`
 }
 
 // renderOptions is the subset of render.Options a case can set.
@@ -258,6 +260,11 @@ func expandFunc(cfg caseConfig) renderFunc {
 		out, err := bundle.Expand(objs, cfg.renderOptions())
 		if err != nil {
 			return nil, err
+		}
+		if !cfg.KeepSourceVersions {
+			if out, err = bundle.ConvertSources(out); err != nil {
+				return nil, err
+			}
 		}
 		return manifest.Encode(out)
 	}

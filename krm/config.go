@@ -48,6 +48,10 @@ type SandboxRenderSpec struct {
 	// KeepSources keeps the agent-sandbox objects themselves in the output of expand (the
 	// default). false emits only what they render to, for clusters without the CRDs' controller.
 	KeepSources *bool `json:"keepSources,omitempty"`
+	// KeepSourceVersions keeps v1alpha1 sources as written in the output of expand. By default
+	// they are converted to v1beta1, the version our CRDs serve (and upstream's, once it drops
+	// v1alpha1), so the output applies; keep them only for clusters that still serve v1alpha1.
+	KeepSourceVersions bool `json:"keepSourceVersions,omitempty"`
 	// ClusterDomain forms Service FQDNs; default cluster.local.
 	ClusterDomain string `json:"clusterDomain,omitempty"`
 	// Policies are the secure defaults' knobs and the policy packs.

@@ -102,6 +102,15 @@ func process(rl *framework.ResourceList) ([]item, error) {
 		rl.Results = append(rl.Results, Results(err, objs, func(u *unstructured.Unstructured) *framework.File { return fileOf(byObj[u]) })...)
 		return unchanged(rl.Items), nil
 	}
+	if *cfg.Spec.KeepSources && !cfg.Spec.KeepSourceVersions {
+		// v1alpha1 sources come out as v1beta1; other items stay the nodes they were.
+		converted, err := bundle.ConvertSources(rendered)
+		if err != nil {
+			rl.Results = append(rl.Results, Results(err, objs, func(u *unstructured.Unstructured) *framework.File { return fileOf(byObj[u]) })...)
+			return unchanged(rl.Items), nil
+		}
+		rendered = converted
+	}
 	if cfg.Spec.Mode == ModeValidate {
 		rl.Results = append(rl.Results, &framework.Result{Severity: framework.Info,
 			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(objs))})

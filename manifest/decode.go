@@ -181,6 +181,12 @@ func admitObject(all map[schema.GroupVersionKind]*versionSchema, o *unstructured
 			return invalid(errs...)
 		}
 	}
+	if c, ok := target.(*extv1beta1.SandboxClaim); ok {
+		// The claim CRD's CEL rules (env value or valueFrom), which a render does not run.
+		if errs := render.ValidateClaim(c); len(errs) > 0 {
+			return invalid(errs...)
+		}
+	}
 	return target, nil
 }
 

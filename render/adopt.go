@@ -75,3 +75,11 @@ func ClaimPodMetadata(claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTempl
 	}
 	return md, nil
 }
+
+// ClaimNeedsColdStart reports whether a claim must skip its warm pool and get a Sandbox of its
+// own, as upstream decides before any adoption: a warm Sandbox was made without the claim's
+// environment or volume claim templates, and adoption never changes a spec. Every env entry
+// counts, a Secret or ConfigMap reference (valueFrom) as much as a literal.
+func ClaimNeedsColdStart(claim *extv1beta1.SandboxClaim) bool {
+	return len(claim.Spec.Env) > 0 || len(claim.Spec.VolumeClaimTemplates) > 0
+}

@@ -335,12 +335,12 @@ func injectEnv(spec *corev1.PodSpec, env []extv1beta1.EnvVar, policy extv1beta1.
 			i := slices.IndexFunc(c.Env, func(v corev1.EnvVar) bool { return v.Name == t.env.Name })
 			switch {
 			case i < 0:
-				c.Env = append(c.Env, corev1.EnvVar{Name: t.env.Name, Value: t.env.Value})
+				c.Env = append(c.Env, podEnvVar(t.env))
 			case policy != extv1beta1.EnvVarsInjectionPolicyOverrides:
 				return &ClaimError{Reason: ReasonReconcilerError, Field: envPath.Index(t.index).Child("name"), Value: t.env.Name,
 					Err: fmt.Sprintf("environment variable override is not allowed by the template policy for variable %q", t.env.Name)}
 			default:
-				c.Env[i] = corev1.EnvVar{Name: t.env.Name, Value: t.env.Value}
+				c.Env[i] = podEnvVar(t.env)
 			}
 		}
 		return nil
@@ -366,6 +366,24 @@ func injectEnv(spec *corev1.PodSpec, env []extv1beta1.EnvVar, policy extv1beta1.
 		}
 	}
 	return nil
+}
+
+// podEnvVar is the container env entry a claim's variable becomes: its literal value, or its
+// Secret or ConfigMap reference copied as it is (the render never reads what it points at). An
+// Overrides replacement is the same entry, so a template's valueFrom is dropped for a literal, and
+// a literal for a reference.
+func podEnvVar(e extv1beta1.EnvVar) corev1.EnvVar {
+	v := corev1.EnvVar{Name: e.Name}
+	if e.Value != nil {
+		v.Value = *e.Value
+	}
+	if src := e.ValueFrom; src != nil {
+		v.ValueFrom = &corev1.EnvVarSource{
+			SecretKeyRef:    src.SecretKeyRef.DeepCopy(),
+			ConfigMapKeyRef: src.ConfigMapKeyRef.DeepCopy(),
+		}
+	}
+	return v
 }
 
 // mergeVolumeClaimTemplates merges a claim's volume claim templates into the template's under its

@@ -91,7 +91,7 @@ func benchBundle(templates, claims int) *Input {
 		p := in.Pools[i%templates]
 		c := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("claim-%05d", i), Namespace: p.Namespace}}
 		c.Spec.WarmPoolRef.Name = p.Name
-		c.Spec.Env = []extv1beta1.EnvVar{{Name: "TASK", Value: "bench"}}
+		c.Spec.Env = []extv1beta1.EnvVar{{Name: "TASK", Value: ptr.To("bench")}}
 		c.Spec.AdditionalPodMetadata.Labels = map[string]string{"sandbox.users.io/session": fmt.Sprintf("s%d", i)}
 		in.Claims = append(in.Claims, c)
 	}

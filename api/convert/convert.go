@@ -104,7 +104,9 @@ func SandboxClaim(in *extv1alpha1.SandboxClaim) *extv1beta1.SandboxClaim {
 	md := in.Spec.AdditionalPodMetadata.DeepCopy()
 	out.Spec.AdditionalPodMetadata = agentsv1beta1.PodMetadata{Labels: md.Labels, Annotations: md.Annotations}
 	for _, e := range in.Spec.Env {
-		out.Spec.Env = append(out.Spec.Env, extv1beta1.EnvVar{Name: e.Name, Value: e.Value, ContainerName: e.ContainerName})
+		out.Spec.Env = append(out.Spec.Env, extv1beta1.EnvVar{
+			Name: e.Name, Value: copyString(e.Value), ValueFrom: envVarSource(e.ValueFrom), ContainerName: e.ContainerName,
+		})
 	}
 	st := in.Status.DeepCopy()
 	out.Status.Conditions = st.Conditions
@@ -171,6 +173,22 @@ func volumeClaimTemplates(in []agentsv1alpha1.PersistentVolumeClaimTemplate) []a
 		}
 	}
 	return out
+}
+
+// envVarSource copies a claim's Secret or ConfigMap reference; the two versions share its shape.
+func envVarSource(in *extv1alpha1.EnvVarSource) *extv1beta1.EnvVarSource {
+	if in == nil {
+		return nil
+	}
+	return &extv1beta1.EnvVarSource{SecretKeyRef: in.SecretKeyRef.DeepCopy(), ConfigMapKeyRef: in.ConfigMapKeyRef.DeepCopy()}
+}
+
+func copyString(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := *s
+	return &v
 }
 
 func copyBool(b *bool) *bool {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -79,5 +80,34 @@ func TestPoolReplicas(t *testing.T) {
 	in.Spec.Replicas = 0
 	if got := SandboxWarmPool(in).Spec.Replicas; got == nil || *got != 0 {
 		t.Errorf("replicas = %v, want an explicit 0 (v1beta1 would default nil to 1)", got)
+	}
+}
+
+// TestClaimEnv: literal values (an explicit empty one included) and Secret/ConfigMap references
+// survive the conversion as they are.
+func TestClaimEnv(t *testing.T) {
+	in := &extv1alpha1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	in.Spec.TemplateRef.Name = "python"
+	in.Spec.Env = []extv1alpha1.EnvVar{
+		{Name: "EMPTY", Value: ptr.To("")},
+		{Name: "KEY", ValueFrom: &extv1alpha1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "anthropic"}, Key: "api-key"}}, ContainerName: "agent"},
+		{Name: "MODEL", ValueFrom: &extv1alpha1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "model", Optional: ptr.To(true)}}},
+	}
+	want := []extv1beta1.EnvVar{
+		{Name: "EMPTY", Value: ptr.To("")},
+		{Name: "KEY", ValueFrom: &extv1beta1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "anthropic"}, Key: "api-key"}}, ContainerName: "agent"},
+		{Name: "MODEL", ValueFrom: &extv1beta1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "model", Optional: ptr.To(true)}}},
+	}
+	got := SandboxClaim(in).Spec.Env
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+	in.Spec.Env[1].ValueFrom.SecretKeyRef.Name = "changed"
+	if got[1].ValueFrom.SecretKeyRef.Name != "anthropic" {
+		t.Error("the converted claim shares the reference with its source")
 	}
 }

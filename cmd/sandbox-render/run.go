@@ -71,6 +71,7 @@ the fn command, it is a KRM function configured by a SandboxRender functionConfi
   spec:
     mode: expand            # or validate: results only, items unchanged
     keepSources: true       # false emits only what the custom resources render to
+    keepSourceVersions: false  # true writes v1alpha1 sources as they are, not converted to v1beta1
     clusterDomain: cluster.local
     allowedLabelDomains: [sandbox.users.io]
     policies:
@@ -103,7 +104,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(fnCommand(stdin, stdout, stderr), renderCommand(stdin, stdout, stderr),
-		validateCommand(stdin, stdout, stderr), buildCommand(stdout, stderr))
+		validateCommand(stdin, stdout, stderr), buildCommand(stdout, stderr), migrateCommand(stdout, stderr))
 	return root
 }
 
@@ -144,13 +145,15 @@ func runFunction(data []byte, stdout, stderr io.Writer) error {
 }
 
 type inputFlags struct {
-	config        string
-	clusterDomain string
+	config             string
+	clusterDomain      string
+	keepSourceVersions bool
 }
 
 func (f *inputFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.config, "config", "", "a SandboxRender functionConfig file with the render options (see sandbox-render --help)")
 	cmd.Flags().StringVar(&f.clusterDomain, "cluster-domain", "", "cluster DNS domain for Service FQDNs (overrides the config; default cluster.local)")
+	cmd.Flags().BoolVar(&f.keepSourceVersions, "keep-source-versions", false, "write v1alpha1 input objects as they are instead of converted to v1beta1 (for clusters that still serve v1alpha1)")
 }
 
 func (f *inputFlags) load() (*krm.SandboxRender, error) {
@@ -167,6 +170,9 @@ func (f *inputFlags) load() (*krm.SandboxRender, error) {
 	}
 	if f.clusterDomain != "" {
 		cfg.Spec.ClusterDomain = f.clusterDomain
+	}
+	if f.keepSourceVersions {
+		cfg.Spec.KeepSourceVersions = true
 	}
 	return cfg, nil
 }
@@ -186,6 +192,11 @@ func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*
 	if err != nil {
 		return nil, nil, nil, in.findings(err, stderr)
 	}
+	if *cfg.Spec.KeepSources && !cfg.Spec.KeepSourceVersions {
+		if out, err = in.convertSources(out); err != nil {
+			return nil, nil, nil, in.findings(err, stderr)
+		}
+	}
 	return cfg, in, out, nil
 }
 
@@ -198,6 +209,9 @@ func renderCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Long: `Reads YAML or JSON from files, directories (every *.yaml, *.yml and *.json below them, in name
 order) or - (standard input), and writes the input followed by everything it renders, as one YAML
 stream sorted by kind, namespace and name. Objects of other kinds pass through unchanged.
+v1alpha1 agent-sandbox objects are written as v1beta1, the version the CRDs serve (only the fields
+that differ change; --keep-source-versions writes them as they are); sandbox-render migrate
+rewrites such files in place.
 
 With no argument, renders a bundled example Sandbox (print it with --example).
 

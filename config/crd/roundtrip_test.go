@@ -2,6 +2,7 @@ package crd_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +113,11 @@ spec:
   env:
   - name: TASK
     value: hello
+  - name: API_KEY
+    valueFrom:
+      secretKeyRef:
+        name: anthropic
+        key: api-key
 `
 
 func TestCRDRoundTripOnARealAPIServer(t *testing.T) {
@@ -180,6 +186,28 @@ func TestCRDRoundTripOnARealAPIServer(t *testing.T) {
 			if h != "e6830f96" {
 				t.Errorf("blueprint hash of the template as stored = %s, want upstream's e6830f96", h)
 			}
+		}
+	}
+
+	// The claim's env rules are CEL in the CRD; the server and the render must refuse the same
+	// entries.
+	for name, entry := range map[string]map[string]any{
+		"both":      {"name": "A", "value": "x", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "k"}}},
+		"neither":   {"name": "A"},
+		"no source": {"name": "A", "valueFrom": map[string]any{}},
+	} {
+		claim := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
+			"metadata": map[string]any{"name": "env-" + strings.ReplaceAll(name, " ", "-"), "namespace": "default"},
+			"spec":     map[string]any{"warmPoolRef": map[string]any{"name": "python-pool"}, "env": []any{entry}},
+		}}
+		_, decodeErr := manifest.Decode([]*unstructured.Unstructured{claim.DeepCopy()})
+		err := c.Create(ctx, claim)
+		if err == nil || !strings.Contains(err.Error(), "exactly one of") {
+			t.Errorf("env %s: the API server accepted it or refused it for another reason: %v", name, err)
+		}
+		if decodeErr == nil || !strings.Contains(decodeErr.Error(), "exactly one of") {
+			t.Errorf("env %s: the render accepted what the API server refuses: %v", name, decodeErr)
 		}
 	}
 

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1alpha1"
@@ -43,14 +44,32 @@ type SandboxTemplateRef struct {
 	Name string `json:"name,omitempty"`
 }
 
-// EnvVar is one environment variable a claim injects into its Sandbox.
+// EnvVar is one environment variable a claim injects into its Sandbox: a literal value, or,
+// as an addition to upstream's API (upstream issue #384), a reference to a key of a Secret or
+// ConfigMap, so a credential stays out of the template, the claim and Git. The render copies the
+// reference into the Pod; it never reads the Secret. Value is a pointer so that an explicit empty
+// value stays distinct from an absent one through every conversion.
+// +kubebuilder:validation:XValidation:rule="has(self.value) != has(self.valueFrom)",message="exactly one of value and valueFrom must be set"
 type EnvVar struct {
 	// +required
 	Name string `json:"name"`
-	// +required
-	Value string `json:"value"`
+	// +optional
+	Value *string `json:"value,omitempty"`
+	// +optional
+	ValueFrom *EnvVarSource `json:"valueFrom,omitempty"`
 	// +optional
 	ContainerName string `json:"containerName,omitempty"`
+}
+
+// EnvVarSource is the part of the core EnvVarSource a claim may use: a key of a Secret or of a
+// ConfigMap in the claim's namespace. Field references make no sense before the Pod exists, so
+// they are left out.
+// +kubebuilder:validation:XValidation:rule="has(self.secretKeyRef) != has(self.configMapKeyRef)",message="exactly one of secretKeyRef and configMapKeyRef must be set"
+type EnvVarSource struct {
+	// +optional
+	SecretKeyRef *corev1.SecretKeySelector `json:"secretKeyRef,omitempty"`
+	// +optional
+	ConfigMapKeyRef *corev1.ConfigMapKeySelector `json:"configMapKeyRef,omitempty"`
 }
 
 // SandboxClaimSpec is the v1alpha1 claim: a template plus a warm pool policy.

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbox-gitops/sandbox-gitops/migrate"
+)
+
+const migrateLong = `Rewrites the v1alpha1 agent-sandbox objects (Sandbox, SandboxTemplate, SandboxClaim,
+SandboxWarmPool) of YAML files in place as v1beta1, the version this project's CRDs serve, with
+upstream's conversion rules:
+
+  Sandbox          spec.replicas 0 / 1 becomes spec.operatingMode Suspended / Running
+  SandboxTemplate  the api.agents.x-k8s.io/v1beta1-volume-claim-templates-policy annotation becomes
+                   spec.volumeClaimTemplatesPolicy
+  SandboxClaim     spec.sandboxTemplateRef and spec.warmpool become spec.warmPoolRef: the pool it
+                   names, or shadow-pool-<template> for "none" and "default" (as upstream)
+  SandboxWarmPool  only the apiVersion
+
+Only the edited tokens change: comments, key order, quoting, anchors and every other document of
+a file stay byte for byte (a document whose edit has no such form, say a key removed from a
+one-line flow mapping, is re-encoded with its comments). Directories are searched for *.yaml and
+*.yml files. Running it again changes nothing.
+
+Nothing is written unless every file parses and every object converts without losing
+information: a claim whose template differs from the template of the pool it names (among the
+files given) is an error naming the field; fields behind YAML aliases or merge keys are refused.
+Warnings (a "none" warm pool policy, a pool not among the files) are printed and do not stop the
+migration. Each file is written to a temporary file beside it and renamed into place.
+
+With --check nothing is written: the files that would change are listed on standard output and
+the exit code is 1 if there are any (for CI).` + exitCodesHelp
+
+const migrateExample = `  # In CI: fail while any manifest is still v1alpha1
+  sandbox-render migrate --check ./manifests
+
+  # Rewrite them in place, then review the diff
+  sandbox-render migrate ./manifests && git diff`
+
+func migrateCommand(stdout, stderr io.Writer) *cobra.Command {
+	var check bool
+	cmd := &cobra.Command{
+		Use:     "migrate FILE|DIR...",
+		Short:   "Rewrite v1alpha1 agent-sandbox objects in YAML files as v1beta1, in place",
+		Long:    migrateLong,
+		Example: migrateExample,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runMigrate(args, check, stdout, stderr)
+		},
+	}
+	cmd.Flags().BoolVar(&check, "check", false, "change nothing; list the files that would change and exit 1 if there are any")
+	return cmd
+}
+
+func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
+	var names []string
+	for _, a := range args {
+		files, err := yamlFiles(a)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		names = append(names, files...)
+	}
+	files := make([]*migrate.File, 0, len(names))
+	var problems []string
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return usageErr("reading %s: %v", name, err)
+		}
+		f, err := migrate.Parse(name, data)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		files = append(files, f)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(stderr, strings.Join(problems, "\n"))
+		return &exitError{exitFindings, fmt.Errorf("%d file(s) are not valid YAML; no file was changed", len(problems))}
+	}
+
+	// Claims are checked against the pools of every file given, wherever they are.
+	pools := map[[2]string]string{}
+	for _, f := range files {
+		f.Pools(func(ns, name, tmpl string) { pools[[2]string{ns, name}] = tmpl })
+	}
+	opts := migrate.Options{PoolTemplate: func(ns, name string) (string, bool) {
+		tmpl, ok := pools[[2]string{ns, name}]
+		return tmpl, ok
+	}}
+
+	type change struct {
+		name    string
+		data    []byte
+		objects int
+	}
+	var changes []change
+	failed := false
+	for _, f := range files {
+		out, res, err := f.Migrate(opts)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		for _, m := range res.Messages(f.Name) {
+			fmt.Fprintln(stderr, m)
+		}
+		if res.Failed() {
+			failed = true
+			continue
+		}
+		if res.Changed {
+			n := 0
+			for _, o := range res.Objects {
+				if o.Changed {
+					n++
+				}
+			}
+			changes = append(changes, change{f.Name, out, n})
+		}
+	}
+	if failed {
+		return &exitError{exitFindings, fmt.Errorf("some objects cannot be converted without losing information; no file was changed")}
+	}
+	if check {
+		for _, c := range changes {
+			fmt.Fprintln(stdout, c.name)
+		}
+		if len(changes) > 0 {
+			return &exitError{exitFindings, fmt.Errorf("%d of %d file(s) hold v1alpha1 objects; run sandbox-render migrate to rewrite them", len(changes), len(files))}
+		}
+		fmt.Fprintf(stderr, "%d file(s) checked: nothing to migrate\n", len(files))
+		return nil
+	}
+	for i, c := range changes {
+		if err := writeInPlace(c.name, c.data); err != nil {
+			done := make([]string, 0, i)
+			for _, d := range changes[:i] {
+				done = append(done, d.name)
+			}
+			return usageErr("writing %s: %v (already migrated: %s)", c.name, err, strings.Join(done, ", "))
+		}
+		fmt.Fprintf(stdout, "migrated %s (%d objects)\n", c.name, c.objects)
+	}
+	if len(changes) == 0 {
+		fmt.Fprintf(stderr, "%d file(s) checked: nothing to migrate\n", len(files))
+	}
+	return nil
+}
+
+// yamlFiles is the file an argument names, or the *.yaml and *.yml files below a directory, in
+// name order.
+func yamlFiles(arg string) ([]string, error) {
+	if arg == "-" {
+		return nil, fmt.Errorf("migrate rewrites files in place; standard input is not a file")
+	}
+	info, err := os.Stat(arg)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{arg}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".yaml", ".yml":
+			if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+				files = append(files, p)
+			}
+		}
+		return nil
+	})
+	sort.Strings(files)
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("%s: no *.yaml or *.yml files", arg)
+	}
+	return files, err
+}
+
+// writeInPlace replaces a file's content atomically: a temporary file beside the real one (after
+// following symlinks, so a link stays a link), with the original's permissions, renamed over it.
+// A failure leaves the original as it was and no temporary file behind.
+func writeInPlace(name string, data []byte) error {
+	target, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(target)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".migrate-*")
+	if err != nil {
+		return err
+	}
+	cleanup := func(err error) error {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return cleanup(err)
+	}
+	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+		return cleanup(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return cleanup(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return cleanup(err)
+	}
+	if err := os.Rename(tmp.Name(), target); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,504 @@
+// Package migrate rewrites v1alpha1 agent-sandbox objects as v1beta1, the version our CRDs store
+// and serve, by editing their YAML nodes: the edits are upstream's conversion rules (the ones
+// api/convert applies to typed objects), and everything they do not touch (comments, key order,
+// quoting, anchors, other documents) is kept. It is pure: bytes or nodes in, bytes or nodes out.
+//
+// A conversion that would lose information the v1alpha1 object carries is refused with an error
+// naming the field, never done silently; where the loss depends on objects migrate cannot see, it
+// is a warning.
+package migrate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// The groups, versions and kinds migrate converts.
+const (
+	agentsGroup     = "agents.x-k8s.io"
+	extensionsGroup = "extensions.agents.x-k8s.io"
+	fromVersion     = "v1alpha1"
+	toVersion       = "v1beta1"
+
+	// VolumeClaimTemplatesPolicyAnnotation is where upstream keeps a template's
+	// volumeClaimTemplatesPolicy while it is read through v1alpha1 (api/convert has the same).
+	VolumeClaimTemplatesPolicyAnnotation = "api.agents.x-k8s.io/v1beta1-volume-claim-templates-policy"
+	shadowPoolPrefix                     = "shadow-pool-"
+)
+
+// Options are what a conversion may know beyond the object itself.
+type Options struct {
+	// PoolTemplate returns the template a SandboxWarmPool uses, if the pool is known. A v1alpha1
+	// claim naming both a template and a specific pool becomes a v1beta1 claim that names only the
+	// pool; the conversion is lossless only if that pool uses the same template.
+	PoolTemplate func(namespace, name string) (template string, known bool)
+}
+
+// Finding is a problem with one object: an error (the object is not converted) or a warning (it
+// is, but the user should check something migrate cannot see).
+type Finding struct {
+	Err     *field.Error
+	Warning bool
+	// Line is the 1-based line of the offending node in the parsed text, 0 when unknown.
+	Line int
+}
+
+// Result is what converting one object did.
+type Result struct {
+	// Changed is true when the object was v1alpha1 and is now v1beta1.
+	Changed bool
+	// Kind, Namespace and Name identify the object in messages.
+	Kind, Namespace, Name string
+	Findings              []Finding
+	// edits are the minimal text changes equivalent to the node edits, where migrate could
+	// express them (see File).
+	edits []textEdit
+	// reencode is set when a node edit has no text form and the document must be re-encoded.
+	reencode bool
+}
+
+// Failed reports whether any finding is an error; the object was then left as it was.
+func (r *Result) Failed() bool {
+	for _, f := range r.Findings {
+		if !f.Warning {
+			return true
+		}
+	}
+	return false
+}
+
+// IsV1alpha1 reports whether an apiVersion is one of the two v1alpha1 agent-sandbox groups.
+func IsV1alpha1(apiVersion string) bool {
+	return apiVersion == agentsGroup+"/"+fromVersion || apiVersion == extensionsGroup+"/"+fromVersion
+}
+
+// Object converts n in place if it is a v1alpha1 agent-sandbox object; other objects are left
+// alone. Nothing is changed when the result has an error finding: every check runs before the
+// first edit.
+func Object(n *kyaml.RNode, opts Options) *Result {
+	c := &converter{opts: opts, res: &Result{}}
+	doc := n.YNode()
+	c.object(doc)
+	if c.res.Failed() {
+		return c.res
+	}
+	for _, e := range c.edits {
+		e()
+	}
+	c.res.Changed = len(c.edits) > 0
+	return c.res
+}
+
+// converter plans a conversion: checks first, edits (node and text) afterwards.
+type converter struct {
+	opts  Options
+	res   *Result
+	edits []func()
+}
+
+func (c *converter) fail(node *yaml, err *field.Error) {
+	c.res.Findings = append(c.res.Findings, Finding{Err: err, Line: line(node)})
+}
+
+func (c *converter) warn(node *yaml, err *field.Error) {
+	c.res.Findings = append(c.res.Findings, Finding{Err: err, Warning: true, Line: line(node)})
+}
+
+type yaml = kyaml.Node
+
+func line(n *yaml) int {
+	if n == nil {
+		return 0
+	}
+	return n.Line
+}
+
+func (c *converter) object(obj *yaml) {
+	if obj.Kind != kyaml.MappingNode {
+		return
+	}
+	_, av := get(obj, "apiVersion")
+	_, kv := get(obj, "kind")
+	if av == nil || kv == nil || av.Kind != kyaml.ScalarNode || kv.Kind != kyaml.ScalarNode {
+		return
+	}
+	c.res.Kind = kv.Value
+	if _, md := get(obj, "metadata"); md != nil {
+		if _, v := get(md, "name"); v != nil {
+			c.res.Name = v.Value
+		}
+		if _, v := get(md, "namespace"); v != nil {
+			c.res.Namespace = v.Value
+		}
+	}
+	if av.Value == "v1" && strings.HasSuffix(kv.Value, "List") {
+		c.list(obj)
+		return
+	}
+	if !IsV1alpha1(av.Value) {
+		return
+	}
+	group := strings.TrimSuffix(av.Value, "/"+fromVersion)
+	switch {
+	case group == agentsGroup && kv.Value == "Sandbox":
+		c.sandbox(obj)
+	case group == extensionsGroup && kv.Value == "SandboxTemplate":
+		c.template(obj)
+	case group == extensionsGroup && kv.Value == "SandboxClaim":
+		c.claim(obj)
+	case group == extensionsGroup && kv.Value == "SandboxWarmPool":
+		// Same fields in both versions; v1beta1 only makes replicas optional.
+	default:
+		c.fail(kv, field.NotSupported(field.NewPath("kind"), kv.Value, []string{"Sandbox", "SandboxTemplate", "SandboxClaim", "SandboxWarmPool"}))
+		return
+	}
+	c.setScalar(av, group+"/"+toVersion)
+}
+
+// list converts the items of a v1 List (what kubectl get -o yaml writes) into the List's result;
+// findings name the item by its index.
+func (c *converter) list(obj *yaml) {
+	_, items := get(obj, "items")
+	if items == nil || items.Kind != kyaml.SequenceNode {
+		return
+	}
+	kind, ns, name := c.res.Kind, c.res.Namespace, c.res.Name
+	for i, it := range items.Content {
+		before := len(c.res.Findings)
+		item := &converter{opts: c.opts, res: c.res}
+		item.object(it)
+		for _, f := range c.res.Findings[before:] {
+			f.Err.Field = fmt.Sprintf("items[%d].%s", i, f.Err.Field)
+		}
+		c.edits = append(c.edits, item.edits...)
+	}
+	c.res.Kind, c.res.Namespace, c.res.Name = kind, ns, name
+}
+
+// sandbox: replicas 0 is operatingMode Suspended, 1 Running; absent stays absent (the default is
+// Running). status.replicas is synthesised by upstream from operatingMode, so it is dropped.
+func (c *converter) sandbox(obj *yaml) {
+	specPath := field.NewPath("spec")
+	spec := c.mapping(obj, "spec", specPath)
+	if spec == nil {
+		return
+	}
+	if k, _ := get(spec, "operatingMode"); k != nil {
+		c.fail(k, field.Forbidden(specPath.Child("operatingMode"), "not a v1alpha1 field; is this object half-migrated? set spec.replicas instead"))
+		return
+	}
+	if k, v := get(spec, "replicas"); k != nil {
+		p := specPath.Child("replicas")
+		r, err := strconv.Atoi(v.Value)
+		if v.Kind != kyaml.ScalarNode || v.Tag != "!!int" || err != nil || r < 0 || r > 1 {
+			c.fail(v, field.Invalid(p, v.Value, "v1alpha1 replicas is 0 or 1 (it becomes operatingMode Suspended or Running)"))
+			return
+		}
+		mode := "Running"
+		if r == 0 {
+			mode = "Suspended"
+		}
+		c.renameKey(k, "operatingMode")
+		c.setScalar(v, mode)
+	}
+	if status := c.mapping(obj, "status", field.NewPath("status")); status != nil {
+		if k, v := get(status, "replicas"); k != nil {
+			c.deletePair(status, k, v)
+		}
+	}
+}
+
+// template: upstream's round-trip annotation becomes spec.volumeClaimTemplatesPolicy.
+func (c *converter) template(obj *yaml) {
+	md := c.mapping(obj, "metadata", field.NewPath("metadata"))
+	if md == nil {
+		return
+	}
+	annPath := field.NewPath("metadata", "annotations")
+	anns := c.mapping(md, "annotations", annPath)
+	if anns == nil {
+		return
+	}
+	k, v := get(anns, VolumeClaimTemplatesPolicyAnnotation)
+	if k == nil {
+		return
+	}
+	specPath := field.NewPath("spec")
+	spec := c.mapping(obj, "spec", specPath)
+	if spec == nil {
+		c.fail(obj, field.Required(specPath, ""))
+		return
+	}
+	if pk, _ := get(spec, "volumeClaimTemplatesPolicy"); pk != nil {
+		c.fail(pk, field.Forbidden(specPath.Child("volumeClaimTemplatesPolicy"), "not a v1alpha1 field, and the "+VolumeClaimTemplatesPolicyAnnotation+" annotation sets it too"))
+		return
+	}
+	if v.Kind != kyaml.ScalarNode {
+		c.fail(v, field.Invalid(annPath.Key(VolumeClaimTemplatesPolicyAnnotation), v.Value, "must be a string"))
+		return
+	}
+	policy := v.Value
+	if len(anns.Content) == 2 {
+		annsKey, annsValue := get(md, "annotations")
+		c.deletePair(md, annsKey, annsValue)
+	} else {
+		c.deletePair(anns, k, v)
+	}
+	specKey, _ := get(obj, "spec")
+	c.prependPair(specKey, spec, "volumeClaimTemplatesPolicy", policy)
+}
+
+// claim: the template reference and warm pool policy become the one pool reference of v1beta1,
+// following upstream: a named pool is that pool; "none" and "default" (and no policy, which
+// defaults to "default") become shadow-pool-<template>, unless status shows a warm-adopted
+// Sandbox, whose pool is its name without the last "-suffix".
+func (c *converter) claim(obj *yaml) {
+	specPath := field.NewPath("spec")
+	before := len(c.res.Findings)
+	spec := c.mapping(obj, "spec", specPath)
+	if spec == nil {
+		if len(c.res.Findings) == before {
+			c.fail(obj, field.Required(specPath, ""))
+		}
+		return
+	}
+	if k, _ := get(spec, "warmPoolRef"); k != nil {
+		c.fail(k, field.Forbidden(specPath.Child("warmPoolRef"), "not a v1alpha1 field; is this object half-migrated? set spec.sandboxTemplateRef and spec.warmpool instead"))
+		return
+	}
+	refPath := specPath.Child("sandboxTemplateRef")
+	refKey, ref := get(spec, "sandboxTemplateRef")
+	ref = c.checkMapping(ref, refPath)
+	if ref == nil {
+		if len(c.res.Findings) == before {
+			c.fail(spec, field.Required(refPath.Child("name"), "a v1alpha1 claim names its template"))
+		}
+		return
+	}
+	_, tmplNode := get(ref, "name")
+	if tmplNode == nil || tmplNode.Kind != kyaml.ScalarNode || tmplNode.Value == "" {
+		c.fail(ref, field.Required(refPath.Child("name"), "a v1alpha1 claim names its template"))
+		return
+	}
+	if len(ref.Content) != 2 {
+		c.fail(ref, field.Forbidden(refPath, "only name is a field of sandboxTemplateRef"))
+		return
+	}
+	template := tmplNode.Value
+
+	policyPath := specPath.Child("warmpool")
+	policyKey, policyNode := get(spec, "warmpool")
+	policy := "default"
+	if policyNode != nil {
+		if policyNode.Kind != kyaml.ScalarNode || policyNode.Tag != "!!str" {
+			c.fail(policyNode, field.Invalid(policyPath, policyNode.Value, `must be "none", "default" or the name of a SandboxWarmPool`))
+			return
+		}
+		policy = policyNode.Value
+	}
+
+	var pool string
+	switch {
+	case policy != "none" && policy != "default" && policy != "":
+		pool = policy
+		ns := c.res.Namespace
+		if c.opts.PoolTemplate != nil {
+			if pt, known := c.opts.PoolTemplate(ns, pool); known && pt != template {
+				c.fail(tmplNode, field.Invalid(refPath.Child("name"), template, fmt.Sprintf(
+					"converting to v1beta1 would lose it: a v1beta1 claim takes its template from its pool, and pool %q uses template %q; point the claim at a pool of template %q", pool, pt, template)))
+				return
+			} else if !known && pool != template {
+				c.warn(tmplNode, field.Invalid(refPath.Child("name"), template, fmt.Sprintf(
+					"dropped: a v1beta1 claim takes its template from its pool %q, which is not among the inputs; check that it uses template %q", pool, template)))
+			}
+		}
+	default:
+		if sb := c.statusSandboxName(obj); sb != "" && sb != c.res.Name && strings.LastIndexByte(sb, '-') > 0 {
+			pool = sb[:strings.LastIndexByte(sb, '-')]
+		} else {
+			pool = shadowPoolPrefix + template
+		}
+		if policy == "none" {
+			c.warn(policyNode, field.Invalid(policyPath, policy, fmt.Sprintf(
+				"v1beta1 has no way to say no warm pool; converted as upstream converts it, to warmPoolRef %q; give that pool replicas: 0 so the claim never takes a warm Sandbox", pool)))
+		}
+	}
+	c.renameKey(refKey, "warmPoolRef")
+	c.setScalar(tmplNode, pool)
+	if policyKey != nil {
+		c.deletePair(spec, policyKey, policyNode)
+	}
+}
+
+func (c *converter) statusSandboxName(obj *yaml) string {
+	_, st := get(obj, "status")
+	if st == nil || st.Kind != kyaml.MappingNode {
+		return ""
+	}
+	_, sb := get(st, "sandbox")
+	if sb == nil || sb.Kind != kyaml.MappingNode {
+		return ""
+	}
+	_, n := get(sb, "name")
+	if n == nil || n.Kind != kyaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+// get finds key in a mapping node: the key node and the value node, or nils.
+func get(m *yaml, key string) (k, v *yaml) {
+	if m == nil || m.Kind != kyaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i], m.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+// mapping returns the mapping under key, or nil when it is absent. A value migrate cannot edit
+// safely (an alias, a merge key, an anchor others may refer to) is an error.
+func (c *converter) mapping(parent *yaml, key string, p *field.Path) *yaml {
+	_, v := get(parent, key)
+	return c.checkMapping(v, p)
+}
+
+func (c *converter) checkMapping(v *yaml, p *field.Path) *yaml {
+	if v == nil {
+		return nil
+	}
+	switch {
+	case v.Kind == kyaml.AliasNode:
+		c.fail(v, field.Invalid(p, "*"+v.Value, "a YAML alias: migrate edits only what it can see; write this field out in full first"))
+		return nil
+	case v.Anchor != "":
+		c.fail(v, field.Invalid(p, "&"+v.Anchor, "a YAML anchor: editing it would change every alias of it; write the aliases out in full first"))
+		return nil
+	case v.Kind != kyaml.MappingNode:
+		c.fail(v, field.Invalid(p, v.Value, "must be a mapping"))
+		return nil
+	}
+	if k, _ := get(v, "<<"); k != nil {
+		c.fail(k, field.Invalid(p.Child("<<"), "", "a YAML merge key: migrate edits only what it can see; write the merged fields out in full first"))
+		return nil
+	}
+	return v
+}
+
+// textEdit is one minimal change to the text of a document, at a 1-based line and column of the
+// parsed text: replace old with new there, delete the line, or insert a line before it.
+type textEdit struct {
+	line, col  int
+	old, new   string
+	deleteLine bool
+	insert     string
+}
+
+// setScalar plans setting a scalar's value, keeping its quoting.
+func (c *converter) setScalar(n *yaml, value string) {
+	if n.Anchor != "" {
+		c.fail(n, field.Invalid(nil, "&"+n.Anchor, "a YAML anchor: editing it would change every alias of it; write the aliases out in full first"))
+		return
+	}
+	c.edits = append(c.edits, func() {
+		old := n.Value
+		n.Value = value
+		n.Tag = "!!str"
+		switch n.Style {
+		case 0:
+			c.res.edits = append(c.res.edits, textEdit{line: n.Line, col: n.Column, old: old, new: value})
+		case kyaml.DoubleQuotedStyle:
+			c.res.edits = append(c.res.edits, textEdit{line: n.Line, col: n.Column, old: `"` + old + `"`, new: `"` + value + `"`})
+		case kyaml.SingleQuotedStyle:
+			c.res.edits = append(c.res.edits, textEdit{line: n.Line, col: n.Column, old: `'` + old + `'`, new: `'` + value + `'`})
+		default:
+			c.res.reencode = true
+		}
+	})
+}
+
+// renameKey plans renaming a mapping key in place, so the key keeps its position and comments.
+func (c *converter) renameKey(k *yaml, name string) {
+	c.edits = append(c.edits, func() {
+		old := k.Value
+		k.Value = name
+		if k.Style == 0 {
+			c.res.edits = append(c.res.edits, textEdit{line: k.Line, col: k.Column, old: old, new: name})
+		} else {
+			c.res.reencode = true
+		}
+	})
+}
+
+// deletePair plans removing a key and its value from a mapping. In text, a pair on a line of its
+// own goes with its line; a block mapping value whose pairs are all such lines goes with them.
+func (c *converter) deletePair(m, k, v *yaml) {
+	c.edits = append(c.edits, func() {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i] == k {
+				m.Content = append(m.Content[:i:i], m.Content[i+2:]...)
+				break
+			}
+		}
+		switch {
+		case m.Style&kyaml.FlowStyle != 0:
+			c.res.reencode = true
+		case v.Kind == kyaml.ScalarNode && v.Line == k.Line && v.Style&(kyaml.LiteralStyle|kyaml.FoldedStyle) == 0:
+			c.res.edits = append(c.res.edits, textEdit{line: k.Line, col: k.Column, deleteLine: true})
+		case v.Kind == kyaml.MappingNode && v.Style&kyaml.FlowStyle == 0 && v.Line > k.Line:
+			c.res.edits = append(c.res.edits, textEdit{line: k.Line, col: k.Column, deleteLine: true})
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				pk, pv := v.Content[i], v.Content[i+1]
+				if pv.Kind != kyaml.ScalarNode || pv.Line != pk.Line || pv.Style&(kyaml.LiteralStyle|kyaml.FoldedStyle) != 0 {
+					c.res.reencode = true
+				}
+				c.res.edits = append(c.res.edits, textEdit{line: pk.Line, col: pk.Column, deleteLine: true})
+			}
+		default:
+			c.res.reencode = true
+		}
+	})
+}
+
+// prependPair plans adding key: value as the first pair of the block mapping m (the value of
+// parentKey), on a line of its own right after parentKey's line, at the indentation of the
+// mapping's first key, so comments above that key stay with it.
+func (c *converter) prependPair(parentKey, m *yaml, key, value string) {
+	c.edits = append(c.edits, func() {
+		kn := &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: key}
+		vn := &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: value}
+		if m.Style&kyaml.FlowStyle != 0 || len(m.Content) == 0 || !plainSafe(value) || parentKey == nil || parentKey.Line >= m.Content[0].Line {
+			c.res.reencode = true
+		} else {
+			first := m.Content[0]
+			c.res.edits = append(c.res.edits, textEdit{line: parentKey.Line + 1, col: first.Column,
+				insert: strings.Repeat(" ", first.Column-1) + key + ": " + value})
+		}
+		m.Content = append([]*yaml{kn, vn}, m.Content...)
+	})
+}
+
+// plainSafe reports whether a value can be written unquoted and still read back as that string.
+func plainSafe(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '/' || r == '_') {
+			return false
+		}
+	}
+	var v any
+	if err := kyaml.Unmarshal([]byte(s), &v); err != nil {
+		return false
+	}
+	_, isString := v.(string)
+	return isString
+}
