@@ -84,7 +84,7 @@ type convergeResult struct {
 }
 
 func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Duration) convergeResult {
-	ns := newNamespace(&testing.T{})
+	ns := newNamespace(b)
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--namespaces", ns,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "error")
 	cmd.Stderr = os.Stderr
@@ -136,7 +136,7 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 // floorDirect creates n Pods and n Services straight away with 50 workers and waits for every
 // Pod to be Ready: what any controller has to wait for at least.
 func floorDirect(b *testing.B, n int) float64 {
-	ns := newNamespace(&testing.T{})
+	ns := newNamespace(b)
 	start := time.Now()
 	parallelDo(50, n, func(i int) error {
 		sb := sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) })

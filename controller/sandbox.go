@@ -83,6 +83,13 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		return result, nil
 	}
+	if hold := render.StatusHold(sb, plan.Pod, plan.Status, now.Time); hold > 0 && render.StatusNeedsWrite(&sb.Status, plan.Status) {
+		// A normal start: its status waits for Ready or the end of the startup window.
+		if result.RequeueAfter == 0 || result.RequeueAfter > hold {
+			result.RequeueAfter = hold
+		}
+		return result, nil
+	}
 	if err := r.writeStatus(ctx, sb, plan.Status); err != nil {
 		return ctrl.Result{}, err
 	}

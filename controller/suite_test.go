@@ -194,12 +194,19 @@ func readManifests(dir string) ([]*unstructured.Unstructured, error) {
 }
 
 // newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("t%d-%s", nsCounter.Add(1), strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())))
+	name := fmt.Sprintf("t%d-%s", nsCounter.Add(1), strings.ToLower(t.Name()))
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, name)
 	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-")
+		name = name[:63]
 	}
+	name = strings.TrimRight(name, "-")
 	if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -205,6 +206,42 @@ func TestPlanIntents(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s: intents (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestStatusHold(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	sb := &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "b", CreationTimestamp: created}}
+	status := func(reason string, scheduled metav1.ConditionStatus) *agentsv1beta1.SandboxStatus {
+		st := &agentsv1beta1.SandboxStatus{Conditions: []metav1.Condition{{Type: agentsv1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason}}}
+		if scheduled != "" {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: agentsv1beta1.ConditionPodScheduled, Status: scheduled})
+		}
+		return st
+	}
+	ready := &agentsv1beta1.SandboxStatus{Conditions: []metav1.Condition{{Type: agentsv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: agentsv1beta1.ReasonDependenciesReady}}}
+	newPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created.Add(30 * time.Second))}}
+	cases := map[string]struct {
+		reason string
+		pod    *corev1.Pod
+		next   *agentsv1beta1.SandboxStatus
+		at     time.Duration
+		want   time.Duration
+	}{
+		"starting":      {reason: "a normal start waits", next: status(agentsv1beta1.ReasonDependenciesNotReady, metav1.ConditionTrue), at: 3 * time.Second, want: 27 * time.Second},
+		"window over":   {reason: "a slow start is reported", next: status(agentsv1beta1.ReasonDependenciesNotReady, ""), at: 11 * time.Second},
+		"ready":         {reason: "Ready is written at once", next: ready, at: time.Second},
+		"error":         {reason: "errors are written at once", next: status(agentsv1beta1.ReasonReconcilerError, ""), at: time.Second},
+		"unschedulable": {reason: "an unschedulable Pod is news", next: status(agentsv1beta1.ReasonDependenciesNotReady, metav1.ConditionFalse), at: time.Second},
+		"recreated pod": {reason: "the window restarts with a new Pod", pod: newPod, next: status(agentsv1beta1.ReasonDependenciesNotReady, ""), at: 32 * time.Second, want: 28 * time.Second},
+		"suspended":     {reason: "suspension is written at once", next: status(agentsv1beta1.ReasonSandboxSuspended, ""), at: time.Second},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := StatusHold(sb, tc.pod, tc.next, created.Add(tc.at)); got != tc.want {
+				t.Errorf("%s: StatusHold = %v, want %v", tc.reason, got, tc.want)
 			}
 		})
 	}

@@ -70,6 +70,8 @@ type SandboxPlan struct {
 	Children *SandboxChildren `json:"-"`
 	// Status is the status after the pass; nil when the Sandbox is deleted.
 	Status *agentsv1beta1.SandboxStatus `json:"status,omitempty"`
+	// Pod is the Sandbox's Pod as the status saw it (for StatusHold), nil if none.
+	Pod *corev1.Pod `json:"-"`
 }
 
 // PlanSandbox decides one controller pass over sb, given what was observed and the time. It
@@ -222,6 +224,7 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 	}
 	st := ActiveStatus(sb, result, now, opts)
 	plan.Status = &st
+	plan.Pod = result.Pod
 	return plan
 }
 

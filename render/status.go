@@ -275,3 +275,33 @@ func StatusNeedsWrite(prev, next *agentsv1beta1.SandboxStatus) bool {
 	}
 	return true
 }
+
+// StartupWindow is how long after a Sandbox (or its current Pod) is created a controller may
+// hold back the status of a normal start. See StatusHold.
+const StartupWindow = 30 * time.Second
+
+// StatusHold is how long a controller holds back writing next, zero meaning at once. A starting
+// Sandbox passes through states nobody acts on ("Pod exists with phase: Pending", scheduled,
+// running but not ready, the Service not yet seen) within a second or two; upstream writes each
+// of them, and on a busy API server those writes are most of a Sandbox's cost. So while a start
+// is within StartupWindow of its Sandbox's or Pod's creation and going normally (Ready=False with
+// DependenciesNotReady, not unschedulable), its status waits, and the first status written is
+// usually Ready=True. Anything else (Ready, errors, suspension, finished Pods, expiry,
+// unschedulable Pods, and any start that takes longer) is written at once.
+func StatusHold(sb *agentsv1beta1.Sandbox, pod *corev1.Pod, next *agentsv1beta1.SandboxStatus, now time.Time) time.Duration {
+	ready := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady)
+	if ready == nil || ready.Reason != agentsv1beta1.ReasonDependenciesNotReady {
+		return 0
+	}
+	if meta.IsStatusConditionFalse(next.Conditions, agentsv1beta1.ConditionPodScheduled) {
+		return 0
+	}
+	start := sb.CreationTimestamp.Time
+	if pod != nil && pod.CreationTimestamp.After(start) {
+		start = pod.CreationTimestamp.Time
+	}
+	if hold := start.Add(StartupWindow).Sub(now); hold > 0 {
+		return hold
+	}
+	return 0
+}
