@@ -231,7 +231,7 @@ func TestStatusHold(t *testing.T) {
 		want   time.Duration
 	}{
 		"starting":      {reason: "a normal start waits", next: status(agentsv1beta1.ReasonDependenciesNotReady, metav1.ConditionTrue), at: 3 * time.Second, want: 27 * time.Second},
-		"window over":   {reason: "a slow start is reported", next: status(agentsv1beta1.ReasonDependenciesNotReady, ""), at: 11 * time.Second},
+		"window over":   {reason: "a slow start is reported", next: status(agentsv1beta1.ReasonDependenciesNotReady, ""), at: 31 * time.Second},
 		"ready":         {reason: "Ready is written at once", next: ready, at: time.Second},
 		"error":         {reason: "errors are written at once", next: status(agentsv1beta1.ReasonReconcilerError, ""), at: time.Second},
 		"unschedulable": {reason: "an unschedulable Pod is news", next: status(agentsv1beta1.ReasonDependenciesNotReady, metav1.ConditionFalse), at: time.Second},
