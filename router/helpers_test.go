@@ -61,7 +61,7 @@ type env struct {
 	hits     atomic.Int32 // requests that reached the backend
 }
 
-func newEnv(t *testing.T, backend http.Handler, mod func(*router.Options)) *env {
+func newEnv(t testing.TB, backend http.Handler, mod func(*router.Options)) *env {
 	t.Helper()
 	e := &env{resolver: newResolver("default/sb", "team-a/sb")}
 	e.backend = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
