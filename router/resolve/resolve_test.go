@@ -100,9 +100,17 @@ func TestResolve(t *testing.T) {
 			pod("team-a", "warm-abcde-pod", "warm-abcde", "uid-4", "10.0.1.7"),
 			pod("default", "deleting", "deleting", "uid-5", "10.0.0.6"),
 			pod("default", "foreign", "foreign", "uid-other", "10.0.0.8"),
-			func() *corev1.Pod { p := pod("default", "unlabelled", "unlabelled", "uid-8", "10.0.0.9"); p.Labels = nil; return p }(),
+			func() *corev1.Pod {
+				p := pod("default", "unlabelled", "unlabelled", "uid-8", "10.0.0.9")
+				p.Labels = nil
+				return p
+			}(),
 			pod("default", "gitops", "gitops", "", "10.0.0.10"), // applied from Git: no owner reference
-			func() *corev1.Pod { p := pod("default", "finished", "finished", "uid-10", "10.0.0.11"); p.Status.Phase = corev1.PodSucceeded; return p }(),
+			func() *corev1.Pod {
+				p := pod("default", "finished", "finished", "uid-10", "10.0.0.11")
+				p.Status.Phase = corev1.PodSucceeded
+				return p
+			}(),
 		},
 	}
 	type want struct {
