@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -45,10 +46,16 @@ type Handler struct {
 	transport  *http.Transport
 	proxy      *httputil.ReverseProxy
 
+	draining atomic.Bool
+
 	mu      sync.Mutex
 	tunnels map[*tunnel]struct{}
 	closed  bool
 }
+
+// Drain makes /readyz fail from now on, so load balancers stop sending new requests while those
+// in flight finish; the command calls it on SIGTERM, before shutting the server down.
+func (h *Handler) Drain() { h.draining.Store(true) }
 
 // New returns a Handler.
 func New(o Options) *Handler {
@@ -107,7 +114,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.probe(w, true)
 			return
 		case "/readyz":
-			h.probe(w, h.resolver.Ready())
+			h.probe(w, h.resolver.Ready() && !h.draining.Load())
 			return
 		}
 	}
@@ -151,7 +158,7 @@ func (h *Handler) probe(w http.ResponseWriter, ok bool) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if !ok {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, "not ready: the Sandbox cache has not synced\n")
+		_, _ = io.WriteString(w, "not ready: the Sandbox cache has not synced, or the router is shutting down\n")
 		return
 	}
 	_, _ = io.WriteString(w, "ok\n")

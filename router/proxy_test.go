@@ -157,6 +157,13 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Errorf("/readyz before sync = %d, want 503", code)
 	}
 	e.resolver.notReady = false
+	e.handler.Drain()
+	if code, _ := get("/readyz", false); code != 503 {
+		t.Errorf("/readyz while draining = %d, want 503", code)
+	}
+	if code, _ := get("/healthz", false); code != 200 {
+		t.Errorf("/healthz while draining = %d, want 200", code)
+	}
 	if code, body := get("/healthz", true); code != 200 || !strings.HasPrefix(body, "method=GET\nuri=/healthz\n") {
 		t.Errorf("a sandbox's own /healthz must be proxied: %d %q", code, body)
 	}

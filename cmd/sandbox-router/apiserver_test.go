@@ -335,14 +335,19 @@ func testResolution(t *testing.T, ctx context.Context, admin client.Client, rout
 
 	t.Run("namespaces", func(t *testing.T) {
 		nc := startCache(t, ctx, routerCfg, "team-b")
+		var b agentsv1beta1.Sandbox
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "ready"}, &b); err != nil {
+			t.Fatal(err)
+		}
 		for _, tc := range []struct {
-			ns   string
-			want outcome
+			ns, uid string
+			want    outcome
 		}{
-			{"team-b", outcome{Addr: "10.0.1.5:8888"}},
-			{"team-a", outcome{Status: 404, Reason: "NamespaceNotServed", Header: "X-Sandbox-Namespace"}},
+			{"team-b", "", outcome{Addr: "10.0.1.5:8888"}},
+			{"team-b", string(b.UID), outcome{Addr: "10.0.1.5:8888"}},
+			{"team-a", "", outcome{Status: 404, Reason: "NamespaceNotServed", Header: "X-Sandbox-Namespace"}},
 		} {
-			if diff := cmp.Diff(tc.want, resolveOutcome(nc, tc.ns, "ready", "")); diff != "" {
+			if diff := cmp.Diff(tc.want, resolveOutcome(nc, tc.ns, "ready", tc.uid)); diff != "" {
 				t.Errorf("--namespaces team-b, Sandbox %s/ready (-want +got):\n%s", tc.ns, diff)
 			}
 		}
@@ -428,6 +433,29 @@ func testAuthz(t *testing.T, ctx context.Context, admin client.Client, adminCfg,
 		})
 	}
 
+	t.Run("decisions are cached", func(t *testing.T) {
+		// Counted on the API server: a repeated request within the TTL asks nothing; after the
+		// TTL, one TokenReview and one SubjectAccessReview again.
+		now := time.Now()
+		a := authz.New(kubernetes.NewForConfigOrDie(routerCfg), authz.Options{TTL: 10 * time.Second, Now: func() time.Time { return now }})
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Authorization", "Bearer "+alice)
+		check := func(wantReviews float64) {
+			t.Helper()
+			before := reviews(t, ctx, cs)
+			if err := a.Authorize(ctx, r, router.Request{Namespace: "team-a", Name: "ready", Port: 8888}); err != nil {
+				t.Fatal(err)
+			}
+			if got := reviews(t, ctx, cs) - before; got != wantReviews {
+				t.Errorf("token and access reviews on the API server: %v, want %v", got, wantReviews)
+			}
+		}
+		check(2)
+		check(0)
+		now = now.Add(11 * time.Second)
+		check(2)
+	})
+
 	t.Run("least privilege", func(t *testing.T) {
 		// The base alone does not let the router ask for reviews: without the authz
 		// component's binding the check is unavailable (503), never a silent allow.
@@ -451,6 +479,29 @@ func testAuthz(t *testing.T, ctx context.Context, admin client.Client, adminCfg,
 	})
 }
 
+// reviews is the API server's count of TokenReview and SubjectAccessReview creations.
+func reviews(t *testing.T, ctx context.Context, cs *kubernetes.Clientset) float64 {
+	t.Helper()
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `verb="POST"`) && !strings.Contains(line, `verb="CREATE"`) && !strings.Contains(line, `verb="create"`) {
+			continue
+		}
+		if !strings.Contains(line, `resource="tokenreviews"`) && !strings.Contains(line, `resource="subjectaccessreviews"`) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
 // testCommand runs sandbox-router itself with a kubeconfig for the router identity: ready after
 // the cache syncs, a request for the e2e Sandbox reaches the backend (its Pod IP is loopback),
 // a request naming a Service that is not a Sandbox is refused, and SIGTERM (ctx) stops it with 0.
@@ -461,7 +512,7 @@ func testCommand(t *testing.T, ctx context.Context, admin client.Client, routerC
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(rctx, []string{"--kubeconfig", kubeconfig, "--listen", addr, "--metrics-listen", "", "--namespaces", "default,team-a"}, io.Discard, &stderr)
+		done <- run(rctx, []string{"--kubeconfig", kubeconfig, "--listen", addr, "--metrics-listen", "", "--namespaces", "default,team-a", "--shutdown-delay", "0"}, io.Discard, &stderr)
 	}()
 	base := "http://" + addr
 	deadline := time.Now().Add(60 * time.Second)

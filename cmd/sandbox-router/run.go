@@ -83,6 +83,7 @@ type config struct {
 	upstream              router.UpstreamOptions
 	syncTimeout           time.Duration
 	shutdownTimeout       time.Duration
+	shutdownDelay         time.Duration
 	logLevel              string
 }
 
@@ -158,6 +159,7 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&c.upstream.MaxConnsPerHost, "max-conns-per-pod", 0, "cap on connections to one Pod; 0: no cap")
 	f.DurationVar(&c.syncTimeout, "cache-sync-timeout", 2*time.Minute, "give up (exit 1) if the Sandbox and Pod cache has not synced by then")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for requests in flight before closing them")
+	f.DurationVar(&c.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, fail /readyz and keep serving this long first, so endpoints stop sending new requests before the listener closes")
 	f.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (JSON on standard error)")
 	return cmd
 }
@@ -179,7 +181,7 @@ func (c *config) validate() error {
 	for name, d := range map[string]time.Duration{"--authz-cache-ttl": c.authzTTL, "--proxy-timeout": c.proxyTimeout,
 		"--dial-timeout": c.upstream.DialTimeout, "--dial-retry-delay": c.upstream.RetryDelay,
 		"--response-header-timeout": c.upstream.ResponseHeaderTimeout, "--idle-conn-timeout": c.upstream.IdleConnTimeout,
-		"--cache-sync-timeout": c.syncTimeout, "--shutdown-timeout": c.shutdownTimeout} {
+		"--cache-sync-timeout": c.syncTimeout, "--shutdown-timeout": c.shutdownTimeout, "--shutdown-delay": c.shutdownDelay} {
 		if d < 0 {
 			return usageErr("%s: Invalid value: %s: must not be negative", name, d)
 		}
@@ -276,6 +278,10 @@ func serve(ctx context.Context, c config, stderr io.Writer) error {
 	<-ctx.Done()
 	cause := context.Cause(ctx)
 	log.Info("shutting down", "cause", cause.Error())
+	if errors.Is(cause, context.Canceled) && c.shutdownDelay > 0 {
+		handler.Drain()
+		time.Sleep(c.shutdownDelay)
+	}
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
 	defer scancel()
 	for _, s := range servers {
