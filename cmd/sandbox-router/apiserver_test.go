@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
@@ -100,6 +102,11 @@ func startEnvironment(t *testing.T) *envtest.Environment {
 	return env
 }
 
+func init() {
+	// The informer cache logs through controller-runtime; the tests' own failures say enough.
+	ctrllog.SetLogger(logr.Discard())
+}
+
 func scheme(t testing.TB) *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme, agentsv1beta1.AddToScheme, extv1beta1.AddToScheme} {
@@ -130,10 +137,11 @@ func testBase(t *testing.T, ctx context.Context, c client.Client) {
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	for name, dir := range map[string]string{
-		"bases-router.yaml": filepath.Join(testenv.RepoRoot(), "bases", "router"),
-		"with-authz.yaml":   filepath.Join("testdata", "with-authz"),
+	for _, g := range []struct{ name, dir string }{
+		{"bases-router.yaml", filepath.Join(testenv.RepoRoot(), "bases", "router")},
+		{"with-authz.yaml", filepath.Join("testdata", "with-authz")},
 	} {
+		name, dir := g.name, g.dir
 		built := kustomizeBuild(t, dir)
 		golden := filepath.Join("testdata", name)
 		if *update {
@@ -153,7 +161,7 @@ func testBase(t *testing.T, ctx context.Context, c client.Client) {
 			t.Fatal(err)
 		}
 		for _, o := range objs {
-			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.FieldOwner("router-test"), client.ForceOwnership); err != nil {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.DryRunAll, client.FieldOwner("router-test"), client.ForceOwnership); err != nil {
 				t.Errorf("%s: server-side dry run of %s %s: %v", name, o.GetKind(), o.GetName(), err)
 			}
 			if name == "with-authz.yaml" && o.GetAPIVersion() == "rbac.authorization.k8s.io/v1" ||

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sandbox-gitops/sandbox-gitops/router"
 	"github.com/sandbox-gitops/sandbox-gitops/router/authz"
@@ -217,6 +219,7 @@ func serve(ctx context.Context, c config, stderr io.Writer) error {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.logLevel))
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 
 	cfg, err := restConfig(c.kubeconfig)
 	if err != nil {
