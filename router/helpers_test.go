@@ -24,7 +24,7 @@ import (
 type resolver struct {
 	mu       sync.Mutex
 	known    map[string]bool // namespace/name
-	notReady bool
+	notReady atomic.Bool
 	calls    atomic.Int32
 }
 
@@ -47,7 +47,7 @@ func (r *resolver) Resolve(_ context.Context, req router.Request) (router.Target
 		Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(req.Port))}, nil
 }
 
-func (r *resolver) Ready() bool { return !r.notReady }
+func (r *resolver) Ready() bool { return !r.notReady.Load() }
 
 // env is a router in front of one backend.
 type env struct {

@@ -92,7 +92,7 @@ func TestRefusals(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, echo, nil)
-			e.resolver.notReady = tc.notReady
+			e.resolver.notReady.Store(tc.notReady)
 			req := e.request(t, http.MethodGet, "/", nil)
 			for k, v := range tc.headers {
 				req.Header.Set(k, v)
@@ -152,11 +152,11 @@ func TestHealthAndReadiness(t *testing.T) {
 	if code, _ := get("/readyz", false); code != 200 {
 		t.Errorf("/readyz = %d, want 200", code)
 	}
-	e.resolver.notReady = true
+	e.resolver.notReady.Store(true)
 	if code, _ := get("/readyz", false); code != 503 {
 		t.Errorf("/readyz before sync = %d, want 503", code)
 	}
-	e.resolver.notReady = false
+	e.resolver.notReady.Store(false)
 	e.handler.Drain()
 	if code, _ := get("/readyz", false); code != 503 {
 		t.Errorf("/readyz while draining = %d, want 503", code)
