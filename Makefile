@@ -4,9 +4,10 @@ SHELL := /usr/bin/env bash -o pipefail
 export GOFLAGS += -mod=readonly
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
+FUZZTIME ?= 15s
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build test unit envtest tools manifests golden bench lint example help
+.PHONY: all build test unit envtest tools manifests golden bench fuzz lint example help
 
 all: lint build test ## Lint, build and test.
 
@@ -31,10 +32,18 @@ test: ## Run every test: unit, golden, and envtest against the real kube-apiserv
 
 golden: ## Rewrite the golden files from the current render (review the diff like code).
 	go test ./golden -run 'TestGolden|TestOverlays' -update
+	go test ./cmd/sandbox-router -run 'TestAgainstAPIServer/base' -update
 
 bench: ## Run the benchmarks (figures go into the README).
 	go test -run '^$$' -bench . -benchmem -cpu 1 ./render/...
 	go test -run '^$$' -bench . -benchtime 3x ./cmd/sandbox-render/
+	go test -run '^$$' -bench Latency -benchtime 3000x ./router/
+	go test -run '^$$' -bench Throughput -benchtime 30000x ./router/
+	go test -run '^$$' -bench Stream -benchtime 5x ./router/
+	go test -run '^$$' -bench IdleWebSockets -benchtime 1x ./router/
+
+fuzz: ## Fuzz the router's routing headers briefly (CI runs this; FUZZTIME=10m for longer).
+	go test -run '^$$' -fuzz '^FuzzHeaders$$' -fuzztime $(FUZZTIME) ./router/
 
 lint: ## gofmt and go vet; fails on any finding.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needs to run on:"; echo "$$out"; exit 1; fi
