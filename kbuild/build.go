@@ -160,6 +160,7 @@ func Build(dir, self string, o Options) (*Result, error) {
 type fastPlan struct {
 	kustPath  string // the root kustomization file
 	config    []byte // the SandboxRender config, when it is the last transformer
+	configAt  string // its file
 	rewritten []byte // the root kustomization without it
 	reason    string // why the fast path does not apply, when config is set
 	origins   bool   // the user asked for origin annotations
@@ -197,7 +198,7 @@ func planFastPath(dir string) (*fastPlan, error) {
 	if err != nil || !isSandboxRenderConfig(cfg) {
 		return p, nil
 	}
-	p.config = cfg
+	p.config, p.configAt = cfg, filepath.Join(dir, last)
 	if len(ts) == 1 {
 		delete(k, "transformers")
 	} else {
@@ -264,6 +265,9 @@ func fastBuild(dir, self string, p *fastPlan) (*Result, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if _, err := krm.ParseConfig(p.config); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", p.configAt, err)
+	}
 	items := m.ToRNodeSlice()
 	index := make(map[*kyaml.RNode]int, len(items))
 	for i, n := range items {
@@ -302,7 +306,7 @@ func fastBuild(dir, self string, p *fastPlan) (*Result, string, error) {
 	if err := sortLegacy(list, p.sort); err != nil {
 		return nil, "", err
 	}
-	return &Result{Objects: list, FastPath: true, Rendered: true, Sources: fs.paths()}, "", nil
+	return &Result{Objects: list, FastPath: true, Rendered: true, Sources: append(fs.paths(), abs(p.configAt))}, "", nil
 }
 
 func objects(m resmap.ResMap) []Object {

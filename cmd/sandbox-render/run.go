@@ -120,6 +120,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			return runFunction(data, stdout, stderr)
 		},
 	}
+	root.SuggestionsMinimumDistance = 2
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -177,6 +178,9 @@ standard error; on an error the items are written unchanged and the exit code is
 }
 
 func runFunction(data []byte, stdout, stderr io.Writer) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return usageErr("standard input is empty; the function reads a ResourceList there")
+	}
 	err := krm.Run(bytes.NewReader(data), stdout)
 	if err == nil {
 		return nil
