@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -188,5 +190,60 @@ func TestBuildOutputDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(legacy, "v1_pod_old.yaml")); !os.IsNotExist(err) {
 		t.Errorf("the old version's stale file survived: %v", err)
+	}
+}
+
+// TestHelpExamples runs the example of every command's --help, as written, in a copy of the
+// repository's trees with the built binary on PATH.
+func TestHelpExamples(t *testing.T) {
+	self := testenv.SandboxRender(t)
+	root := copyTree(t, "production")
+	for _, d := range []string{filepath.Join("overlays", "kind"), filepath.Join("docs", "example")} {
+		src := filepath.Join(testenv.RepoRoot(), d)
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeTree(t, filepath.Join(root, d), map[string]string{e.Name(): string(b)})
+		}
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(bin, "sandbox-render")); err != nil {
+		t.Fatal(err)
+	}
+	cmds := newRoot(strings.NewReader(""), io.Discard, io.Discard).Commands()
+	for _, c := range cmds {
+		if c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		t.Run(c.Name(), func(t *testing.T) {
+			if strings.TrimSpace(c.Example) == "" {
+				t.Fatalf("%s --help has no example", c.Name())
+			}
+			for _, line := range strings.Split(c.Example, "\n") {
+				line = strings.TrimSpace(line)
+				if line == "" || strings.HasPrefix(line, "#") {
+					continue
+				}
+				cmd := exec.Command("bash", "-euo", "pipefail", "-c", line)
+				cmd.Dir = root
+				cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Run(); err != nil {
+					t.Errorf("`%s`: %v\n%s", line, err, stderr.String())
+				}
+				writes := strings.HasSuffix(line, "sandbox-render render") || strings.Contains(line, "sandbox-render render ") ||
+					strings.Contains(line, "sandbox-render build") && !strings.Contains(line, "-o ") && !strings.Contains(line, "--output-dir")
+				if writes && !strings.Contains(stdout.String(), "kind: ") {
+					t.Errorf("`%s` wrote no objects:\n%s", line, stdout.String())
+				}
+			}
+		})
 	}
 }

@@ -267,10 +267,9 @@ With no argument and a terminal on standard input, renders a bundled example San
 Input is checked as the API server would check it (unknown fields, schema, defaults) and for what
 would make a rendered object impossible to create; every problem of every object is reported on
 standard error, and nothing is written unless the whole input renders.` + exitCodesHelp,
-		Example: `  # The objects the example tree of docs/gitops.md renders to:
-  sandbox-render render docs/example
-  # From standard input:
-  cat docs/example/pool.yaml docs/example/template.yaml | sandbox-render render`,
+		Example: `  sandbox-render render docs/example
+  sandbox-render render - < docs/example/template.yaml
+  sandbox-render render --example | sandbox-render render`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if showExample {
 				_, err := stdout.Write(example)
@@ -361,8 +360,9 @@ them, for the rendered-manifests pattern (Flux, or Argo CD without plugins), and
 ` + kbuild.MarkerFile + `. A later run replaces and removes only the files listed there, so a deleted
 object does not linger; a directory holding any other file, or any file of the kustomization's own
 tree, is refused, as is an existing --output file sandbox-render did not write.` + exitCodesHelp,
-		Example: `  ./bin/sandbox-render build overlays/production
-  ./bin/sandbox-render build overlays/production --output-dir deploy/production`,
+		Example: `  sandbox-render build overlays/production
+  sandbox-render build overlays/production --output-dir deploy/production
+  sandbox-render build docs/example -o example.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if output != "" && outputDir != "" {
