@@ -33,8 +33,12 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
 )
 
-// functionAnnotation carries a KRM function's runtime in its config.
-const functionAnnotation = "config.kubernetes.io/function"
+// functionAnnotation carries a KRM function's runtime in its config; originAnnotation is where
+// kustomize records where an object came from (buildMetadata: [originAnnotations]).
+const (
+	functionAnnotation = "config.kubernetes.io/function"
+	originAnnotation   = "config.kubernetes.io/origin"
+)
 
 // Options tune a build.
 type Options struct {
@@ -161,6 +165,7 @@ type fastPlan struct {
 	kustPath  string // the root kustomization file
 	config    []byte // the SandboxRender config, when it is the last transformer
 	configAt  string // its file
+	configRel string // its file as the kustomization names it
 	rewritten []byte // the root kustomization without it
 	reason    string // why the fast path does not apply, when config is set
 	origins   bool   // the user asked for origin annotations
@@ -198,7 +203,7 @@ func planFastPath(dir string) (*fastPlan, error) {
 	if err != nil || !isSandboxRenderConfig(cfg) {
 		return p, nil
 	}
-	p.config, p.configAt = cfg, filepath.Join(dir, last)
+	p.config, p.configAt, p.configRel = cfg, filepath.Join(dir, last), filepath.Clean(last)
 	if len(ts) == 1 {
 		delete(k, "transformers")
 	} else {
@@ -254,9 +259,6 @@ func fastBuild(dir, self string, p *fastPlan) (*Result, string, error) {
 		return nil, "", err
 	}
 	for _, src := range fs.sources() {
-		if src.path == abs(p.kustPath) {
-			continue
-		}
 		if loc := renameRisk.FindIndex(src.data); loc != nil {
 			return nil, fmt.Sprintf("%s has %q (names may change, or objects be dropped, after the render)", src.path, strings.TrimSpace(string(src.data[loc[0]:loc[1]]))), nil
 		}
@@ -291,6 +293,18 @@ func fastBuild(dir, self string, p *fastPlan) (*Result, string, error) {
 			return nil, "", err
 		}
 	}
+	// With origin annotations asked for, kustomize marks what the function made as configured by
+	// its config.
+	var origin string
+	if p.origins {
+		o := resource.Origin{ConfiguredIn: p.configRel, ConfiguredBy: kyaml.ResourceIdentifier{
+			TypeMeta: kyaml.TypeMeta{APIVersion: cfg.GetApiVersion(), Kind: cfg.GetKind()},
+			NameMeta: kyaml.NameMeta{Name: cfg.GetName(), Namespace: cfg.GetNamespace()},
+		}}
+		if origin, err = o.String(); err != nil {
+			return nil, "", err
+		}
+	}
 	resources := m.Resources()
 	list := make([]Object, 0, len(out))
 	for _, o := range out {
@@ -300,6 +314,14 @@ func fastBuild(dir, self string, p *fastPlan) (*Result, string, error) {
 			continue
 		}
 		u := o.Object
+		if origin != "" {
+			a := u.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[originAnnotation] = origin
+			u.SetAnnotations(a)
+		}
 		g, v := resid.ParseGroupVersion(u.GetAPIVersion())
 		list = append(list, Object{ID: resid.NewResIdWithNamespace(resid.Gvk{Group: g, Version: v, Kind: u.GetKind()}, u.GetName(), u.GetNamespace()), obj: u.Object})
 	}
