@@ -164,7 +164,9 @@ items render to added (mode: expand), or unchanged (mode: validate); the functio
 results. Items that are not agent-sandbox objects pass through byte for byte. Problems are results
 with severity, resourceRef, field and file (the file comes from the items' path annotations, or from
 kustomize's origin annotations with buildMetadata: [originAnnotations]), also printed one a line on
-standard error; on an error the items are written unchanged and the exit code is 1.` + exitCodesHelp,
+standard error. On a problem the list is still written, with the items unchanged and the results,
+as the KRM functions specification asks; the exit code is 1, or 2 when the functionConfig itself is
+invalid.` + exitCodesHelp,
 		Example: `  printf 'apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n' | sandbox-render fn`,
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -191,9 +193,25 @@ func runFunction(data []byte, stdout, stderr io.Writer) error {
 		if results.ExitCode() == 0 {
 			return nil
 		}
+		if configError(results) {
+			// The results are written for kustomize; the exit code follows the rule of every
+			// command: a configuration error is 2, not a problem of the input.
+			return usageErr("the functionConfig is invalid")
+		}
 		return &exitError{exitFindings, errors.New("the input has problems")}
 	}
 	return usageErr("%v", err)
+}
+
+// configError tells whether the function failed on its configuration alone: krm reports it as
+// one error result about the functionConfig, naming no item.
+func configError(results framework.Results) bool {
+	for _, r := range results {
+		if r.Severity == framework.Error && (r.ResourceRef != nil || !strings.Contains(r.Message, "functionConfig")) {
+			return false
+		}
+	}
+	return true
 }
 
 type inputFlags struct {
