@@ -111,17 +111,17 @@ func TestOnePassBuildIsKustomizeBuild(t *testing.T) {
 		spec          string
 		wantFallback  string
 	}{
-		"plain":        {reason: "the documented layout", replicas: 3, spec: "mode: expand"},
-		"large pool":   {reason: "enough objects to show any order difference", replicas: 120, spec: "mode: expand"},
-		"keepSources":  {reason: "only the rendered objects and other kinds", replicas: 2, spec: "keepSources: false"},
-		"validate":     {reason: "mode validate passes everything through", replicas: 2, spec: "mode: validate"},
-		"origins":      {reason: "origin annotations asked for are kept", replicas: 2, kustomization: "buildMetadata: [originAnnotations]\n", spec: "mode: expand"},
-		"labels":       {reason: "labels and annotations transformers before the render", replicas: 2, kustomization: "labels:\n- pairs: {team: a}\n  includeSelectors: false\ncommonAnnotations: {owner: a}\n", spec: "mode: expand"},
-		"legacy sort":  {reason: "custom legacy order", replicas: 2, kustomization: "sortOptions:\n  order: legacy\n  legacySortOptions:\n    orderFirst: [Pod]\n    orderLast: [Namespace]\n", spec: "mode: expand"},
-		"generator":    {reason: "a hashed generator name: kustomize fixes the rendered Pods' references to it, not the Sandbox's", replicas: 2, kustomization: "configMapGenerator:\n- name: settings\n  behavior: replace\n  literals: [A=1]\n", spec: "mode: expand", wantFallback: "configMapGenerator"},
-		"fifo":         {reason: "fifo order follows the function's output order", replicas: 2, kustomization: "sortOptions:\n  order: fifo\n", spec: "mode: expand", wantFallback: "sortOptions"},
-		"managedBy":    {reason: "other build metadata", replicas: 2, kustomization: "buildMetadata: [managedByLabel]\n", spec: "mode: expand", wantFallback: "buildMetadata"},
-		"local-config": {reason: "local-config objects are rendered, then dropped", replicas: 2, kustomization: "commonAnnotations:\n  config.kubernetes.io/local-config: \"false\"\n", spec: "mode: expand", wantFallback: "local-config"},
+		"plain":         {reason: "the documented layout", replicas: 3, spec: "mode: expand"},
+		"large pool":    {reason: "enough objects to show any order difference", replicas: 120, spec: "mode: expand"},
+		"keepSources":   {reason: "only the rendered objects and other kinds", replicas: 2, spec: "keepSources: false"},
+		"validate":      {reason: "mode validate passes everything through", replicas: 2, spec: "mode: validate"},
+		"origins":       {reason: "origin annotations asked for are kept", replicas: 2, kustomization: "buildMetadata: [originAnnotations]\n", spec: "mode: expand"},
+		"labels":        {reason: "labels and annotations transformers before the render", replicas: 2, kustomization: "labels:\n- pairs: {team: a}\n  includeSelectors: false\ncommonAnnotations: {owner: a}\n", spec: "mode: expand"},
+		"legacy sort":   {reason: "custom legacy order", replicas: 2, kustomization: "sortOptions:\n  order: legacy\n  legacySortOptions:\n    orderFirst: [Pod]\n    orderLast: [Namespace]\n", spec: "mode: expand"},
+		"generator":     {reason: "a hashed generator name: kustomize fixes the rendered Pods' references to it, not the Sandbox's", replicas: 2, kustomization: "configMapGenerator:\n- name: settings\n  behavior: replace\n  literals: [A=1]\n", spec: "mode: expand", wantFallback: "configMapGenerator"},
+		"fifo":          {reason: "fifo order follows the function's output order", replicas: 2, kustomization: "sortOptions:\n  order: fifo\n", spec: "mode: expand", wantFallback: "sortOptions"},
+		"buildMetadata": {reason: "other build metadata", replicas: 2, kustomization: "buildMetadata: [transformerAnnotations]\n", spec: "mode: expand", wantFallback: "buildMetadata"},
+		"local-config":  {reason: "local-config objects are rendered, then dropped", replicas: 2, kustomization: "commonAnnotations:\n  config.kubernetes.io/local-config: \"false\"\n", spec: "mode: expand", wantFallback: "local-config"},
 	}
 	kustomize := ""
 	if _, err := os.Stat(filepath.Join(testenv.BinDir(), "kustomize")); err == nil {
