@@ -5,6 +5,8 @@ package docs
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,12 +60,24 @@ func TestExampleTreeInTheDocs(t *testing.T) {
 	}
 }
 
-// TestDocCommands runs every ```sh block of the docs, line by line in one shell per document, in
-// a copy of the repository whose ./bin holds the tools `make tools` built, as a user following
-// the docs on a fresh clone would. Every command must succeed.
+// TestDocCommands runs every ```sh block of the docs, line by line, in a copy of the repository
+// whose ./bin holds the tools `make tools` built, as a user following the docs on a fresh clone
+// would: README.md first, then docs/gitops.md, in the same copy. Every command must succeed.
 func TestDocCommands(t *testing.T) {
 	kustomize := testenv.Tool(t, "kustomize")
 	root := testenv.RepoRoot()
+	clone := copyRepo(t, root)
+	if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(kustomize, filepath.Join(clone, "bin", "kustomize")); err != nil {
+		t.Fatal(err)
+	}
+	gitInit := exec.Command("git", "init", "-q")
+	gitInit.Dir = clone
+	if out, err := gitInit.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
 	for _, doc := range documents {
 		t.Run(filepath.Base(doc), func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(root, doc))
@@ -83,18 +97,6 @@ func TestDocCommands(t *testing.T) {
 			if len(script) == 0 {
 				t.Fatalf("%s has no commands", doc)
 			}
-			clone := copyRepo(t, root)
-			if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(kustomize, filepath.Join(clone, "bin", "kustomize")); err != nil {
-				t.Fatal(err)
-			}
-			gitInit := exec.Command("git", "init", "-q")
-			gitInit.Dir = clone
-			if out, err := gitInit.CombinedOutput(); err != nil {
-				t.Fatalf("git init: %v\n%s", err, out)
-			}
 			for _, line := range script {
 				cmd := exec.Command("bash", "-euo", "pipefail", "-c", line)
 				cmd.Dir = clone
@@ -110,17 +112,23 @@ func TestDocCommands(t *testing.T) {
 	}
 }
 
-// copyRepo copies the files git tracks, and the ones it would track, into a temporary directory
-// (not bin/ or .git), as a fresh clone has them.
+// copyRepo copies the files git tracks, and the ones it would track, into a directory (not bin/
+// or .git), as a fresh clone has them. The directory is the same on every run for the same
+// repository, emptied first, so that `make build` there finds its compiled packages in Go's build
+// cache (the cache keys on the directory) and the test stays fast.
 func copyRepo(t *testing.T, root string) string {
 	t.Helper()
+	clone := filepath.Join(os.TempDir(), fmt.Sprintf("sandbox-gitops-docs-%x", sha256.Sum256([]byte(root)))[:len("sandbox-gitops-docs-")+12])
+	if err := os.RemoveAll(clone); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(clone) })
 	ls := exec.Command("git", "ls-files", "--cached", "--others", "--exclude-standard", "-z")
 	ls.Dir = root
 	out, err := ls.Output()
 	if err != nil {
 		t.Fatalf("git ls-files: %v", err)
 	}
-	clone := t.TempDir()
 	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
 		if f == "" {
 			continue
