@@ -153,7 +153,7 @@ func Build(dir, self string, o Options) (*Result, error) {
 		}
 		reason = fallback
 	}
-	res, err := slowBuild(dir, self)
+	res, err := slowBuild(dir, self, plan.kustPath)
 	if res != nil && plan.config != nil {
 		res.FallbackReason = reason
 	}
@@ -340,11 +340,37 @@ func objects(m resmap.ResMap) []Object {
 	return out
 }
 
-func slowBuild(dir, self string) (*Result, error) {
+// slowBuild is kustomize running the function. It asks kustomize for origin annotations, so the
+// function's findings name their files, and removes them again unless the user asked for them.
+func slowBuild(dir, self, kustPath string) (*Result, error) {
 	fs := newSelfFS(self)
+	asked := true
+	if b, err := os.ReadFile(kustPath); err == nil {
+		var k map[string]any
+		if yaml.Unmarshal(b, &k) == nil && k != nil {
+			bm, _ := k["buildMetadata"].([]any)
+			asked = false
+			for _, v := range bm {
+				asked = asked || v == types.OriginAnnotations
+			}
+			if !asked {
+				k["buildMetadata"] = append(bm, types.OriginAnnotations)
+				if out, err := yaml.Marshal(k); err == nil {
+					fs.replace = map[string][]byte{abs(kustPath): out}
+				} else {
+					asked = true
+				}
+			}
+		}
+	}
 	m, err := run(fs, dir)
 	if err != nil {
 		return nil, err
+	}
+	if !asked {
+		if err := m.RemoveOriginAnnotations(); err != nil {
+			return nil, err
+		}
 	}
 	return &Result{Objects: objects(m), Rendered: fs.renders(), Sources: fs.paths()}, nil
 }

@@ -172,3 +172,53 @@ func TestOnePassBuildIsKustomizeBuild(t *testing.T) {
 		})
 	}
 }
+
+// TestExecPathNamesFiles: where the one-pass render does not apply, the function still names the
+// file of a finding without originAnnotations in the kustomization, and kustomize's wrapping of
+// its failure does not follow it.
+func TestExecPathNamesFiles(t *testing.T) {
+	self := testenv.SandboxRender(t)
+	dir := tree(t, 1, "", "mode: expand")
+	writeTree(t, dir, map[string]string{"pool.yaml": "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxWarmPool\nmetadata:\n  name: python\nspec:\n  replicas: 1\n  sandboxTemplateRef:\n    name: missing\n"})
+	cmd := exec.Command(self, "build", "--no-fast-path", dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
+		t.Fatalf("exit %d (%v), want 1; stderr:\n%s", code, err, stderr.String())
+	}
+	if want := "pool.yaml: error: SandboxWarmPool sandboxes/python: spec.sandboxTemplateRef.name: Not found"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "couldn't execute function") {
+		t.Errorf("kustomize's noise follows the finding:\n%s", stderr.String())
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("a failed build wrote output:\n%s", stdout.String())
+	}
+}
+
+// TestKustomizeWithoutEnableExec pins what docs/gitops.md warns about: kustomize without
+// --enable-exec skips exec functions silently and emits the custom resources with nothing
+// rendered. sandbox-render build of the same tree renders them.
+func TestKustomizeWithoutEnableExec(t *testing.T) {
+	kustomize := testenv.Tool(t, "kustomize")
+	self := testenv.SandboxRender(t)
+	dir := tree(t, 1, "", "mode: expand")
+	writeTree(t, dir, map[string]string{"render.yaml": strings.Replace(fmt.Sprintf(renderConfig, "mode: expand"), "./not-used", self, 1)})
+	out, err := exec.Command(kustomize, "build", "--enable-alpha-plugins", dir).Output()
+	if err != nil {
+		t.Fatalf("kustomize without --enable-exec failed (%v): update docs/gitops.md, it now says so", err)
+	}
+	if bytes.Contains(out, []byte("kind: Pod")) || !bytes.Contains(out, []byte("kind: SandboxWarmPool")) {
+		t.Errorf("kustomize without --enable-exec now renders (or drops the pool): update docs/gitops.md:\n%s", out)
+	}
+	res, err := Build(dir, self, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := res.YAML()
+	if !bytes.Contains(b, []byte("kind: Pod")) {
+		t.Errorf("sandbox-render build rendered nothing:\n%s", b)
+	}
+}

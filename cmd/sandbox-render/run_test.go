@@ -128,6 +128,9 @@ func TestRunExitCodes(t *testing.T) {
 		"asresource/kustomization.yaml": "resources:\n- sandbox.yaml\n- render.yaml\n",
 		"asresource/sandbox.yaml":       sandboxYAML,
 		"asresource/render.yaml":        restrictedConfig,
+		// A config in validate mode: render renders nothing, which is an error.
+		"validatemode/render.yaml":  strings.Replace(restrictedConfig, "spec:\n", "spec:\n  mode: validate\n", 1),
+		"validatemode/sandbox.yaml": sandboxYAML,
 		// YAML kustomize cannot read.
 		"broken/kustomization.yaml": "resources: [\n",
 		// A claim under a template that forbids env, without originAnnotations.
@@ -180,6 +183,8 @@ func TestRunExitCodes(t *testing.T) {
 		"validate DIR":      {reason: "validate honours the directory's SandboxRender config", args: []string{"validate", filepath.Join(dir, "restricted")}, wantCode: exitFindings, wantStderr: "restricted policy pack"},
 		"render DIR":        {reason: "render honours the config and emits neither it nor the Kustomization", args: []string{"render", filepath.Join(dir, "plain")}, wantCode: exitOK, wantStdout: "runAsNonRoot: true", notStdout: "kind: SandboxRender"},
 		"render DIR config": {args: []string{"render", filepath.Join(dir, "plain")}, wantCode: exitOK, wantStdout: "kind: Pod", notStdout: "kind: Kustomization"},
+		"render validate mode": {reason: "custom resources and nothing rendered is an error with a hint",
+			args: []string{"render", filepath.Join(dir, "validatemode")}, wantCode: exitUsage, wantStderr: "use sandbox-render validate"},
 		"render bad config": {args: []string{"render", filepath.Join(dir, "badconfig")}, wantCode: exitUsage, wantStderr: "restrictd"},
 		"build":             {args: []string{"build", overlay}, wantCode: exitOK, wantStdout: "kind: Pod"},
 		"build missing dir": {reason: "a missing directory is an I/O error", args: []string{"build", filepath.Join(dir, "nowhere")}, wantCode: exitUsage, wantStderr: "nowhere"},
