@@ -40,5 +40,5 @@ lint: ## gofmt and go vet; fails on any finding.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needs to run on:"; echo "$$out"; exit 1; fi
 	go vet ./...
 
-example: ## Render the bundled example Sandbox (the README's first command).
-	go run ./cmd/sandbox-render render
+example: ## Render the example tree docs/example (what the README's first commands do).
+	go run ./cmd/sandbox-render render docs/example
