@@ -131,6 +131,10 @@ func (e *FindingsError) Error() string {
 // sortOptions other than legacy, objects marked local-config, or names that change after the
 // transformers (namePrefix, nameSuffix, generated names with a hash suffix).
 func Build(dir, self string, o Options) (*Result, error) {
+	if strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@") {
+		// A remote kustomization: kustomize fetches it; nothing to plan on disk.
+		return slowBuild(dir, self, "")
+	}
 	if info, err := os.Stat(dir); err != nil {
 		return nil, err
 	} else if !info.IsDir() {
