@@ -253,6 +253,13 @@ func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if len(in.objs) == 0 {
+		msg := "no objects in the input, so nothing to render or check"
+		if in.kustomization != "" {
+			msg += fmt.Sprintf("; %s is a kustomization whose resources live elsewhere: sandbox-render build %s builds and renders it", in.kustomization, in.kustomization)
+		}
+		return nil, nil, nil, usageErr("%s", msg)
+	}
 	cfg, err := f.load(in)
 	if err != nil {
 		return nil, nil, nil, err
@@ -449,6 +456,8 @@ type inputs struct {
 	// config is a SandboxRender object found among the inputs, from configFrom.
 	config     []byte
 	configFrom string
+	// kustomization is a directory argument holding a kustomization file.
+	kustomization string
 }
 
 // findings reports a render error on stderr and returns the findings exit code.
@@ -497,7 +506,15 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 		args = []string{"-"}
 	}
 	for _, a := range args {
+		for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+			if _, err := os.Stat(filepath.Join(a, n)); err == nil && a != "-" {
+				in.kustomization = a
+			}
+		}
 		files, err := expand(a)
+		if err != nil && in.kustomization == a && strings.Contains(err.Error(), "no *.yaml") {
+			err = nil
+		}
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}

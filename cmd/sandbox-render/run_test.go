@@ -128,6 +128,7 @@ func TestRunExitCodes(t *testing.T) {
 		"asresource/kustomization.yaml": "resources:\n- sandbox.yaml\n- render.yaml\n",
 		"asresource/sandbox.yaml":       sandboxYAML,
 		"asresource/render.yaml":        restrictedConfig,
+		"onlyconfig/render.yaml":        restrictedConfig,
 		// A config in validate mode: render renders nothing, which is an error.
 		"validatemode/render.yaml":  strings.Replace(restrictedConfig, "spec:\n", "spec:\n  mode: validate\n", 1),
 		"validatemode/sandbox.yaml": sandboxYAML,
@@ -183,6 +184,9 @@ func TestRunExitCodes(t *testing.T) {
 		"validate DIR":      {reason: "validate honours the directory's SandboxRender config", args: []string{"validate", filepath.Join(dir, "restricted")}, wantCode: exitFindings, wantStderr: "restricted policy pack"},
 		"render DIR":        {reason: "render honours the config and emits neither it nor the Kustomization", args: []string{"render", filepath.Join(dir, "plain")}, wantCode: exitOK, wantStdout: "runAsNonRoot: true", notStdout: "kind: SandboxRender"},
 		"render DIR config": {args: []string{"render", filepath.Join(dir, "plain")}, wantCode: exitOK, wantStdout: "kind: Pod", notStdout: "kind: Kustomization"},
+		"validate a kustomization of bases": {reason: "0 objects checked is not success: the hint names build",
+			args: []string{"validate", overlay}, wantCode: exitUsage, wantStderr: "sandbox-render build " + overlay},
+		"render nothing": {args: []string{"render", filepath.Join(dir, "onlyconfig")}, wantCode: exitUsage, wantStderr: "no objects in the input"},
 		"render validate mode": {reason: "custom resources and nothing rendered is an error with a hint",
 			args: []string{"render", filepath.Join(dir, "validatemode")}, wantCode: exitUsage, wantStderr: "use sandbox-render validate"},
 		"render bad config": {args: []string{"render", filepath.Join(dir, "badconfig")}, wantCode: exitUsage, wantStderr: "restrictd"},
