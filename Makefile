@@ -34,13 +34,15 @@ golden: ## Rewrite the golden files from the current render (review the diff lik
 	go test ./golden -run 'TestGolden|TestOverlays' -update
 	go test ./cmd/sandbox-router -run 'TestAgainstAPIServer/base' -update
 
-bench: ## Run the benchmarks (figures go into the README).
+bench: ## Run the benchmarks (figures go into the README); the scale table runs kustomize up to 1,000 members (~1 min).
 	go test -run '^$$' -bench . -benchmem -cpu 1 ./render/...
-	go test -run '^$$' -bench . -benchtime 3x ./cmd/sandbox-render/
+	go test -run '^$$' -bench 'Function' -benchtime 3x ./cmd/sandbox-render/
+	go test -run '^$$' -bench 'BuildScale' -benchtime 1x -timeout 30m ./cmd/sandbox-render/
 	go test -run '^$$' -bench Latency -benchtime 3000x ./router/
 	go test -run '^$$' -bench Throughput -benchtime 30000x ./router/
 	go test -run '^$$' -bench Stream -benchtime 5x ./router/
 	go test -run '^$$' -bench IdleWebSockets -benchtime 1x ./router/
+	go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
 
 fuzz: ## Fuzz the router's routing headers briefly (CI runs this; FUZZTIME=10m for longer).
 	go test -run '^$$' -fuzz '^FuzzHeaders$$' -fuzztime $(FUZZTIME) ./router/
@@ -49,5 +51,5 @@ lint: ## gofmt and go vet; fails on any finding.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needs to run on:"; echo "$$out"; exit 1; fi
 	go vet ./...
 
-example: ## Render the bundled example Sandbox (the README's first command).
-	go run ./cmd/sandbox-render render
+example: ## Render the example tree docs/example (what the README's first commands do).
+	go run ./cmd/sandbox-render render docs/example

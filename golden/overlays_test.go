@@ -15,11 +15,12 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
-// TestOverlays builds every overlay three ways and requires the same bytes, equal to its golden
+// TestOverlays builds every overlay four ways and requires the same bytes, equal to its golden
 // file (golden/testdata/overlays/<overlay>.yaml): the real kustomize binary from `make tools` with
 // --enable-alpha-plugins --enable-exec running the freshly built sandbox-render (the exec path
-// the overlays name), `sandbox-render build` (kustomize/api in process), and kbuild.Build called
-// directly, twice.
+// the overlays name), `sandbox-render build` (kustomize/api in process, the one-pass render), and
+// kbuild.Build called directly, twice, once with the one-pass render (which must apply) and once
+// with the function run as kustomize runs it.
 func TestOverlays(t *testing.T) {
 	kustomize := testenv.Tool(t, "kustomize")
 	self := testenv.SandboxRender(t)
@@ -36,17 +37,20 @@ func TestOverlays(t *testing.T) {
 			if diff := cmp.Diff(string(viaKustomize), string(viaCLI)); diff != "" {
 				t.Errorf("sandbox-render build differs from kustomize build (-kustomize +sandbox-render):\n%s", diff)
 			}
-			for i := range 2 {
-				m, err := kbuild.Build(dir, self)
+			for _, slow := range []bool{false, true} {
+				m, err := kbuild.Build(dir, self, kbuild.Options{NoFastPath: slow})
 				if err != nil {
 					t.Fatal(err)
 				}
-				b, err := m.AsYaml()
+				if m.FastPath == slow {
+					t.Errorf("kbuild.Build(NoFastPath: %v) took the one-pass render: %v (%s)", slow, m.FastPath, m.FallbackReason)
+				}
+				b, err := m.YAML()
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(viaKustomize, b) {
-					t.Errorf("kbuild.Build (run %d) differs from kustomize build:\n%s", i+1, cmp.Diff(string(viaKustomize), string(b)))
+					t.Errorf("kbuild.Build (NoFastPath: %v) differs from kustomize build:\n%s", slow, cmp.Diff(string(viaKustomize), string(b)))
 				}
 			}
 			golden := filepath.Join("testdata", "overlays", name+".yaml")

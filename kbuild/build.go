@@ -1,68 +1,491 @@
 // Package kbuild builds a kustomization in process with sigs.k8s.io/kustomize/api, exactly as
 // `kustomize build --enable-alpha-plugins --enable-exec` does, so rendering a GitOps tree needs no
 // kustomize binary and gives the same bytes. The sandbox-render function in the tree runs as this
-// very executable, whatever path its config names; and the output can be written as one file per
-// object for the rendered-manifests pattern (Flux, Argo CD without plugins).
+// very executable, whatever path its config names; when it is the last step of the root
+// kustomization it runs in process, in one pass over kustomize's build of the rest of the tree
+// (linear in the number of objects, where kustomize's own handling of a function's output is
+// quadratic); and the output can be written as one file per object for the rendered-manifests
+// pattern (Flux, Argo CD without plugins).
 package kbuild
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"regexp"
 	"strings"
+	"sync"
 
+	goyaml "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
 )
 
-// functionAnnotation carries a KRM function's runtime in its config.
-const functionAnnotation = "config.kubernetes.io/function"
+// functionAnnotation carries a KRM function's runtime in its config; originAnnotation is where
+// kustomize records where an object came from (buildMetadata: [originAnnotations]).
+const (
+	functionAnnotation = "config.kubernetes.io/function"
+	originAnnotation   = "config.kubernetes.io/origin"
+)
+
+// Options tune a build.
+type Options struct {
+	// NoFastPath always runs the SandboxRender function as kustomize runs it (as a process, through
+	// kustomize's resource map), even where the one-pass render applies. Tests use it to compare
+	// both paths.
+	NoFastPath bool
+}
+
+// Object is one object of a build's output: a resource of kustomize's resource map, or an object
+// the one-pass render made (its YAML computed as kustomize would print it).
+type Object struct {
+	ID  resid.ResId
+	res *resource.Resource
+	obj map[string]any
+}
+
+// YAML is the object as kustomize build prints it. kustomize goes through JSON and back with
+// go-yaml v2 (sigs.k8s.io/yaml.JSONToYAML), which costs as much as the whole render on large
+// trees; a rendered object holds only JSON's types already, so go-yaml v2 encodes it to the
+// same bytes directly (same key order, same quoting).
+func (o Object) YAML() ([]byte, error) {
+	if o.res != nil {
+		return o.res.AsYAML()
+	}
+	return goyaml.Marshal(o.obj)
+}
+
+// Result is a build's output, in kustomize's output order.
+type Result struct {
+	// Objects are the objects, as kustomize would emit them.
+	Objects []Object
+	// FastPath tells whether the SandboxRender function ran in process in one pass (see
+	// Build); FallbackReason says why not, when the tree has a SandboxRender config.
+	FastPath       bool
+	FallbackReason string
+	// Rendered tells whether a SandboxRender function ran anywhere in the build; Sources are the
+	// files the build read.
+	Rendered bool
+	Sources  []string
+}
+
+// YAML is the output as `kustomize build` prints it. Objects are encoded on every core: on large
+// trees encoding costs as much as the render.
+func (r *Result) YAML() ([]byte, error) {
+	docs, err := r.documents()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	for i, b := range docs {
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(b)
+	}
+	return buf.Bytes(), nil
+}
+
+func (r *Result) documents() ([][]byte, error) {
+	docs := make([][]byte, len(r.Objects))
+	errs := make([]error, len(r.Objects))
+	parallel.Each(len(r.Objects), func(i int) { docs[i], errs[i] = r.Objects[i].YAML() })
+	return docs, errors.Join(errs...)
+}
+
+// FindingsError is a build that failed because the render found problems in the input (exit
+// code 1 of the CLI), as opposed to a tree kustomize cannot build (exit code 2).
+type FindingsError struct {
+	// Report is one line per problem, led by the file.
+	Report string
+	// Count is the number of problems.
+	Count int
+}
+
+func (e *FindingsError) Error() string {
+	return fmt.Sprintf("the input has %d problem(s):\n%s", e.Count, strings.TrimRight(e.Report, "\n"))
+}
 
 // Build builds the kustomization in dir with the options of `kustomize build --enable-alpha-plugins
 // --enable-exec` (load restrictions RootOnly, no managed-by label, kustomize's default ordering).
 // self is the executable that runs SandboxRender function configs.
-func Build(dir, self string) (resmap.ResMap, error) {
+//
+// When the last transformer of the root kustomization is a SandboxRender config (the documented
+// layout), Build builds the tree without it with kustomize and renders kustomize's result in
+// one pass in process, then orders the objects as kustomize does: the same bytes as kustomize
+// running the function, in time linear in the number of objects. It falls back to kustomize
+// running the function when anything kustomize does after its transformers could treat the
+// rendered objects differently: validators, vars, buildMetadata other than originAnnotations,
+// sortOptions other than legacy, objects marked local-config, or names that change after the
+// transformers (namePrefix, nameSuffix, generated names with a hash suffix).
+func Build(dir, self string, o Options) (*Result, error) {
+	if strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@") {
+		// A remote kustomization: kustomize fetches it; nothing to plan on disk.
+		return slowBuild(dir, self, "")
+	}
+	if info, err := os.Stat(dir); err != nil {
+		return nil, err
+	} else if !info.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory: build takes the directory of a kustomization", dir)
+	}
+	var reason string
+	plan, err := planFastPath(dir)
+	switch {
+	case err != nil:
+		return nil, err
+	case o.NoFastPath:
+		reason = "disabled by the caller"
+	case plan.reason != "":
+		reason = plan.reason
+	}
+	if plan.config != nil && reason == "" {
+		res, fallback, err := fastBuild(dir, self, plan)
+		if err != nil || fallback == "" {
+			return res, err
+		}
+		reason = fallback
+	}
+	res, err := slowBuild(dir, self, plan.kustPath)
+	if res != nil && plan.config != nil {
+		res.FallbackReason = reason
+	}
+	return res, err
+}
+
+// fastPlan is what the root kustomization says about the one-pass render.
+type fastPlan struct {
+	kustPath  string // the root kustomization file
+	config    []byte // the SandboxRender config, when it is the last transformer
+	configAt  string // its file
+	configRel string // its file as the kustomization names it
+	rewritten []byte // the root kustomization without it
+	reason    string // why the fast path does not apply, when config is set
+	origins   bool   // the user asked for origin annotations
+	sort      any    // the root kustomization's sortOptions
+}
+
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+func planFastPath(dir string) (*fastPlan, error) {
+	p := &fastPlan{}
+	var data []byte
+	for _, n := range kustomizationNames {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err == nil {
+			p.kustPath, data = filepath.Join(dir, n), b
+			break
+		}
+	}
+	if p.kustPath == "" {
+		return nil, fmt.Errorf("%s holds no kustomization.yaml: build takes the directory of a kustomization", dir)
+	}
+	var k map[string]any
+	if err := yaml.Unmarshal(data, &k); err != nil || k == nil {
+		return p, nil // kustomize reports it
+	}
+	ts, _ := k["transformers"].([]any)
+	if len(ts) == 0 {
+		return p, nil
+	}
+	last, _ := ts[len(ts)-1].(string)
+	if last == "" || strings.Contains(last, "\n") {
+		return p, nil
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, last))
+	if err != nil || !isSandboxRenderConfig(cfg) {
+		return p, nil
+	}
+	p.config, p.configAt, p.configRel = cfg, filepath.Join(dir, last), filepath.Clean(last)
+	if len(ts) == 1 {
+		delete(k, "transformers")
+	} else {
+		k["transformers"] = ts[:len(ts)-1]
+	}
+	switch bm, _ := k["buildMetadata"].([]any); {
+	case k["validators"] != nil:
+		p.reason = "the root kustomization has validators"
+	case k["vars"] != nil:
+		p.reason = "the root kustomization has vars"
+	case k["sortOptions"] != nil && !legacySort(k["sortOptions"]):
+		p.reason = "the root kustomization's sortOptions are not legacy"
+	case len(bm) > 1 || len(bm) == 1 && bm[0] != types.OriginAnnotations:
+		p.reason = "the root kustomization asks for buildMetadata other than originAnnotations"
+	default:
+		p.origins = len(bm) == 1
+		p.sort = k["sortOptions"]
+	}
+	// Origin annotations name each object's file in the render's findings; they are removed
+	// again unless the user asked for them.
+	k["buildMetadata"] = []any{types.OriginAnnotations}
+	p.rewritten, err = yaml.Marshal(k)
+	return p, err
+}
+
+func legacySort(v any) bool {
+	m, _ := v.(map[string]any)
+	return m["order"] == string(types.LegacySortOrder)
+}
+
+// isSandboxRenderConfig tells whether a file holds exactly one object, a SandboxRender with an
+// exec function annotation.
+func isSandboxRenderConfig(b []byte) bool {
+	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(b), OmitReaderAnnotations: true}).Read()
+	if err != nil || len(nodes) != 1 {
+		return false
+	}
+	n := nodes[0]
+	return n.GetApiVersion() == krm.APIVersion && n.GetKind() == krm.Kind && strings.Contains(n.GetAnnotations()[functionAnnotation], "exec")
+}
+
+// renameRisk finds what can change names after the transformers in the files a build read:
+// kustomize then fixes the references to them in every object, rendered ones included.
+var renameRisk = regexp.MustCompile(`(?m)^\s*(namePrefix|nameSuffix|configMapGenerator|secretGenerator|vars)\s*:|kind:\s*(PrefixSuffixTransformer|PrefixTransformer|SuffixTransformer|HashTransformer|ConfigMapGenerator|SecretGenerator)\b|allowNameChange|needs-hash|config\.kubernetes\.io/local-config`)
+
+func fastBuild(dir, self string, p *fastPlan) (*Result, string, error) {
+	fs := newSelfFS(self)
+	fs.replace = map[string][]byte{abs(p.kustPath): p.rewritten}
+	m, err := run(fs, dir)
+	if err != nil {
+		// Without the render the tree must build; if it does not, kustomize's error is the
+		// same with the render.
+		return nil, "", err
+	}
+	for _, src := range fs.sources() {
+		if loc := renameRisk.FindIndex(src.data); loc != nil {
+			return nil, fmt.Sprintf("%s has %q (names may change, or objects be dropped, after the render)", src.path, strings.TrimSpace(string(src.data[loc[0]:loc[1]]))), nil
+		}
+	}
+	cfg, err := kyaml.Parse(string(p.config))
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := krm.ParseConfig(p.config); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", p.configAt, err)
+	}
+	items := m.ToRNodeSlice()
+	index := make(map[*kyaml.RNode]int, len(items))
+	for i, n := range items {
+		index[n] = i
+	}
+	out, results, err := krm.Transform(items, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	if results.ExitCode() != 0 {
+		rel := results
+		for _, r := range rel {
+			if r.File != nil && r.File.Path != "" && !filepath.IsAbs(r.File.Path) {
+				r.File.Path = filepath.Join(dir, r.File.Path)
+			}
+		}
+		return nil, "", &FindingsError{Report: krm.Format(rel), Count: len(rel)}
+	}
+	if !p.origins {
+		if err := m.RemoveOriginAnnotations(); err != nil {
+			return nil, "", err
+		}
+	}
+	// With origin annotations asked for, kustomize marks what the function made as configured by
+	// its config.
+	var origin string
+	if p.origins {
+		o := resource.Origin{ConfiguredIn: p.configRel, ConfiguredBy: kyaml.ResourceIdentifier{
+			TypeMeta: kyaml.TypeMeta{APIVersion: cfg.GetApiVersion(), Kind: cfg.GetKind()},
+			NameMeta: kyaml.NameMeta{Name: cfg.GetName(), Namespace: cfg.GetNamespace()},
+		}}
+		if origin, err = o.String(); err != nil {
+			return nil, "", err
+		}
+	}
+	resources := m.Resources()
+	list := make([]Object, 0, len(out))
+	for _, o := range out {
+		if o.Node != nil {
+			r := resources[index[o.Node]]
+			list = append(list, Object{ID: r.CurId(), res: r})
+			continue
+		}
+		u := o.Object
+		if origin != "" {
+			a := u.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[originAnnotation] = origin
+			u.SetAnnotations(a)
+		}
+		g, v := resid.ParseGroupVersion(u.GetAPIVersion())
+		list = append(list, Object{ID: resid.NewResIdWithNamespace(resid.Gvk{Group: g, Version: v, Kind: u.GetKind()}, u.GetName(), u.GetNamespace()), obj: u.Object})
+	}
+	if err := sortLegacy(list, p.sort); err != nil {
+		return nil, "", err
+	}
+	return &Result{Objects: list, FastPath: true, Rendered: true, Sources: append(fs.paths(), abs(p.configAt))}, "", nil
+}
+
+func objects(m resmap.ResMap) []Object {
+	rs := m.Resources()
+	out := make([]Object, len(rs))
+	for i, r := range rs {
+		out[i] = Object{ID: r.CurId(), res: r}
+	}
+	return out
+}
+
+// slowBuild is kustomize running the function. It asks kustomize for origin annotations, so the
+// function's findings name their files, and removes them again unless the user asked for them.
+func slowBuild(dir, self, kustPath string) (*Result, error) {
+	fs := newSelfFS(self)
+	asked := true
+	if b, err := os.ReadFile(kustPath); err == nil {
+		var k map[string]any
+		if yaml.Unmarshal(b, &k) == nil && k != nil {
+			bm, _ := k["buildMetadata"].([]any)
+			asked = false
+			for _, v := range bm {
+				asked = asked || v == types.OriginAnnotations
+			}
+			if !asked {
+				k["buildMetadata"] = append(bm, types.OriginAnnotations)
+				if out, err := yaml.Marshal(k); err == nil {
+					fs.replace = map[string][]byte{abs(kustPath): out}
+				} else {
+					asked = true
+				}
+			}
+		}
+	}
+	m, err := run(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !asked {
+		if err := m.RemoveOriginAnnotations(); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Objects: objects(m), Rendered: fs.renders(), Sources: fs.paths()}, nil
+}
+
+func run(fs filesys.FileSystem, dir string) (resmap.ResMap, error) {
 	opts := krusty.MakeDefaultOptions()
 	opts.Reorder = krusty.ReorderOptionUnspecified
 	pc := types.EnabledPluginConfig(types.BploUseStaticallyLinked)
 	pc.FnpLoadingOptions.EnableExec = true
 	opts.PluginConfig = pc
-	fs := selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self}
 	m, err := krusty.MakeKustomizer(opts).Run(fs, dir)
 	if err != nil {
-		return nil, fmt.Errorf("building %s: %w", dir, err)
+		return nil, cleanError(err)
 	}
 	return m, nil
 }
 
+// execFailure is how kustomize wraps an exec function's failure; the function has written its own
+// findings to standard error before.
+var execFailure = regexp.MustCompile(`couldn't execute function: exit status (\d+)`)
+
+// cleanError turns kustomize's report of a failed exec function into a short error: the
+// function's own messages were written to standard error already.
+func cleanError(err error) error {
+	m := execFailure.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	if m[1] == "1" {
+		return &FindingsError{Report: "", Count: -1}
+	}
+	return errors.New("a KRM function of the tree failed (exit status " + m[1] + "); its messages are above")
+}
+
+func abs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	return a
+}
+
 // selfFS is the disk, except that SandboxRender function configs read through it name self as
-// their exec path. Other files, and other functions, are read as they are.
+// their exec path, and files in replace are read with the given content. Other files, and
+// other functions, are read as they are. It records every file read.
 type selfFS struct {
 	filesys.FileSystem
-	self string
+	self    string
+	replace map[string][]byte
+	mu      *sync.Mutex
+	read    *[]source
+	ours    *bool
+}
+
+type source struct {
+	path string
+	data []byte
+}
+
+func newSelfFS(self string) selfFS {
+	return selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool)}
 }
 
 func (f selfFS) ReadFile(path string) ([]byte, error) {
-	b, err := f.FileSystem.ReadFile(path)
-	if err != nil || !bytes.Contains(b, []byte(krm.Kind)) || !bytes.Contains(b, []byte(krm.APIVersion)) {
+	b, ok := f.replace[abs(path)]
+	var err error
+	if !ok {
+		b, err = f.FileSystem.ReadFile(path)
+	}
+	if err != nil {
 		return b, err
 	}
-	return rewriteExecPath(b, f.self)
+	f.mu.Lock()
+	*f.read = append(*f.read, source{abs(path), b})
+	f.mu.Unlock()
+	if !bytes.Contains(b, []byte(krm.Kind)) || !bytes.Contains(b, []byte(krm.APIVersion)) {
+		return b, nil
+	}
+	out, changed, err := rewriteExecPath(b, f.self)
+	if changed {
+		f.mu.Lock()
+		*f.ours = true
+		f.mu.Unlock()
+	}
+	return out, err
 }
 
-func rewriteExecPath(b []byte, self string) ([]byte, error) {
+func (f selfFS) sources() []source {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]source(nil), *f.read...)
+}
+
+func (f selfFS) paths() []string {
+	var out []string
+	for _, s := range f.sources() {
+		out = append(out, s.path)
+	}
+	return out
+}
+
+func (f selfFS) renders() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return *f.ours
+}
+
+func rewriteExecPath(b []byte, self string) ([]byte, bool, error) {
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(b), OmitReaderAnnotations: true}).Read()
 	if err != nil {
-		return b, nil // not ours to judge; kustomize will report it
+		return b, false, nil // not ours to judge; kustomize will report it
 	}
 	changed := false
 	for _, n := range nodes {
@@ -79,85 +502,34 @@ func rewriteExecPath(b []byte, self string) ([]byte, error) {
 		fn.Exec["path"] = self
 		out, err := yaml.Marshal(fn)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if _, err := n.Pipe(kyaml.SetAnnotation(functionAnnotation, string(out))); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		changed = true
 	}
 	if !changed {
-		return b, nil
+		return b, false, nil
 	}
 	var buf bytes.Buffer
 	if err := (kio.ByteWriter{Writer: &buf}).Write(nodes); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), true, nil
 }
 
-// WriteDir writes every object of m to its own file in dir, named as `kustomize build -o DIR`
-// names them (<group_version_kind>_<name>.yaml, prefixed by the namespace when there are several),
-// plus a kustomization.yaml listing them, so the directory is itself buildable by kustomize,
-// Flux and Argo CD. YAML files already in dir are removed first, so an object deleted from Git
-// does not linger. It returns the files written and removed.
-func WriteDir(dir string, m resmap.ResMap) (written, removed []string, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, err
-	}
-	old, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, nil, err
-	}
-	files := map[string][]byte{}
-	byNamespace := m.GroupedByCurrentNamespace()
-	for ns, list := range byNamespace {
-		for _, r := range list {
-			name := fileName(r.GetGvk().StringWoEmptyField(), r.GetName())
-			if len(byNamespace) > 1 {
-				name = strings.ToLower(ns) + "_" + name
-			}
-			if files[name], err = r.AsYAML(); err != nil {
-				return nil, nil, err
-			}
+// AgentSandboxObjects counts the agent-sandbox custom resources and the SandboxRender configs in
+// a build's output, for the checks that a build rendered something.
+func (r *Result) AgentSandboxObjects() (crs, configs int) {
+	for _, o := range r.Objects {
+		gvk := o.ID.Gvk
+		switch {
+		case gvk.Kind == krm.Kind && gvk.Group+"/"+gvk.Version == krm.APIVersion:
+			configs++
+		case gvk.Group == "agents.x-k8s.io" || gvk.Group == "extensions.agents.x-k8s.io":
+			crs++
 		}
 	}
-	for _, r := range m.ClusterScoped() {
-		if files[fileName(r.GetGvk().StringWoEmptyField(), r.GetName())], err = r.AsYAML(); err != nil {
-			return nil, nil, err
-		}
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Written by sandbox-render build --output-dir; do not edit.\nresources:\n"
-	for _, n := range names {
-		k += "- " + n + "\n"
-	}
-	files["kustomization.yaml"] = []byte(k)
-
-	for _, o := range old {
-		if _, keep := files[filepath.Base(o)]; keep {
-			continue
-		}
-		if err := os.Remove(o); err != nil {
-			return nil, nil, err
-		}
-		removed = append(removed, o)
-	}
-	names = append(names, "kustomization.yaml")
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if err := os.WriteFile(p, files[n], 0o644); err != nil {
-			return nil, nil, err
-		}
-		written = append(written, p)
-	}
-	return written, removed, nil
-}
-
-func fileName(gvk, name string) string {
-	return strings.ToLower(gvk) + "_" + strings.ToLower(name) + ".yaml"
+	return crs, configs
 }

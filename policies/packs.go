@@ -20,6 +20,11 @@ type Config struct {
 type Packs struct {
 	// Restricted enforces the Pod Security Standards "restricted" profile.
 	Restricted bool `json:"restricted,omitempty"`
+	// RestrictedDefaultUser is the UID the restricted pack sets as the pod's runAsUser when
+	// neither the pod nor every container names one: runAsNonRoot alone makes the kubelet refuse
+	// to start an image whose user is root (python:3.12-slim, most official images). Default
+	// DefaultNonRootUser. 0 sets none, and such pods are rejected instead.
+	RestrictedDefaultUser *int64 `json:"restrictedDefaultUser,omitempty"`
 	// RuntimeClass requires every sandbox pod to use one of a list of RuntimeClasses.
 	RuntimeClass *RuntimeClassPack `json:"runtimeClass,omitempty"`
 	// StandaloneNetworkPolicy gives every hand-written Sandbox (one no claim or pool controls,
@@ -35,9 +40,16 @@ type RuntimeClassPack struct {
 	Default string `json:"default,omitempty"`
 }
 
+// DefaultNonRootUser is the UID the restricted pack runs pods as when they name none: 65532,
+// the nonroot user of the distroless and Chainguard images, owned by no account in most others.
+const DefaultNonRootUser int64 = 65532
+
 // Validate checks the configuration; path is where it sits in the caller's configuration.
 func (c Config) Validate(path *field.Path) field.ErrorList {
 	errs := c.NetworkPolicy.Validate(path.Child("networkPolicy"))
+	if u := c.Packs.RestrictedDefaultUser; u != nil && *u < 0 {
+		errs = append(errs, field.Invalid(path.Child("packs", "restrictedDefaultUser"), *u, "must be a UID above 0, or 0 to set none"))
+	}
 	if rc := c.Packs.RuntimeClass; rc != nil {
 		p := path.Child("packs", "runtimeClass")
 		if len(rc.Allowed) == 0 {
@@ -55,7 +67,11 @@ func (c Config) Validate(path *field.Path) field.ErrorList {
 func (p Packs) ApplyPod(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if p.Restricted {
-		errs = append(errs, restrict(spec, path)...)
+		user := DefaultNonRootUser
+		if p.RestrictedDefaultUser != nil {
+			user = *p.RestrictedDefaultUser
+		}
+		errs = append(errs, restrict(spec, path, user)...)
 	}
 	if rc := p.RuntimeClass; rc != nil {
 		errs = append(errs, rc.apply(spec, path)...)
@@ -83,8 +99,11 @@ const restrictedPrefix = `restricted policy pack (Pod Security Standards "restri
 // restrict enforces the restricted profile: no host namespaces, hostPath volumes, host ports,
 // privileged containers, privilege escalation, root users, unconfined seccomp or added
 // capabilities beyond NET_BIND_SERVICE; and sets runAsNonRoot, seccomp RuntimeDefault,
-// allowPrivilegeEscalation false and drop ALL where absent.
-func restrict(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+// allowPrivilegeEscalation false and drop ALL where absent. runAsNonRoot comes with a non-root
+// runAsUser (user, when the pod and some container name none), or the pod is rejected: the
+// kubelet refuses to start a container whose image runs as root under runAsNonRoot, and most
+// images do.
+func restrict(spec *corev1.PodSpec, path *field.Path, user int64) field.ErrorList {
 	var errs field.ErrorList
 	forbid := func(p *field.Path, msg string) { errs = append(errs, field.Forbidden(p, restrictedPrefix+msg)) }
 
@@ -118,6 +137,15 @@ func restrict(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	if psc.RunAsUser != nil && *psc.RunAsUser == 0 {
 		forbid(pscPath.Child("runAsUser"), "must not be 0 (root)")
 	}
+	if psc.RunAsUser == nil && !everyContainerHasUser(spec) {
+		if user == 0 {
+			errs = append(errs, field.Required(pscPath.Child("runAsUser"), restrictedPrefix+
+				"runAsNonRoot needs a non-root runAsUser here or on every container: the kubelet refuses to start an image whose user is root, as most images' is; set one, or set the pack's restrictedDefaultUser"))
+		} else {
+			u := user
+			psc.RunAsUser = &u
+		}
+	}
 	switch {
 	case psc.SeccompProfile == nil:
 		psc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
@@ -136,6 +164,26 @@ func restrict(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, restrictContainer((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), path.Child("ephemeralContainers").Index(i))...)
 	}
 	return errs
+}
+
+func everyContainerHasUser(spec *corev1.PodSpec) bool {
+	has := func(c *corev1.Container) bool { return c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil }
+	for i := range spec.InitContainers {
+		if !has(&spec.InitContainers[i]) {
+			return false
+		}
+	}
+	for i := range spec.Containers {
+		if !has(&spec.Containers[i]) {
+			return false
+		}
+	}
+	for i := range spec.EphemeralContainers {
+		if !has((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon)) {
+			return false
+		}
+	}
+	return true
 }
 
 func restrictContainer(c *corev1.Container, path *field.Path) field.ErrorList {

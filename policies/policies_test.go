@@ -133,3 +133,55 @@ func TestPacks(t *testing.T) {
 		t.Errorf("runc accepted: %v", errs)
 	}
 }
+
+// TestRestrictedRunAsUser: runAsNonRoot alone cannot start an image that runs as root, so the
+// restricted pack sets a non-root runAsUser where the pod and some container name none, or,
+// with restrictedDefaultUser 0, rejects the pod saying why.
+func TestRestrictedRunAsUser(t *testing.T) {
+	root := field.NewPath("spec")
+	user := func(u int64) *corev1.SecurityContext { return &corev1.SecurityContext{RunAsUser: ptr.To(u)} }
+	cases := map[string]struct {
+		reason   string
+		packs    Packs
+		spec     corev1.PodSpec
+		wantUser *int64
+		wantErr  string
+	}{
+		"default": {reason: "no user anywhere: the documented default",
+			packs: Packs{Restricted: true}, spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}, wantUser: ptr.To(DefaultNonRootUser)},
+		"option": {reason: "the pack's option wins over the default",
+			packs: Packs{Restricted: true, RestrictedDefaultUser: ptr.To[int64](1001)}, spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}, wantUser: ptr.To[int64](1001)},
+		"pod user kept": {reason: "a pod-level user is the user",
+			packs: Packs{Restricted: true}, spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](7)}, Containers: []corev1.Container{{Name: "a"}}}, wantUser: ptr.To[int64](7)},
+		"every container": {reason: "every container names a user: nothing to set",
+			packs: Packs{Restricted: true}, spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "i", SecurityContext: user(5)}}, Containers: []corev1.Container{{Name: "a", SecurityContext: user(6)}}}},
+		"one container lacks": {reason: "an init container without a user needs the default",
+			packs: Packs{Restricted: true}, spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "i"}}, Containers: []corev1.Container{{Name: "a", SecurityContext: user(6)}}}, wantUser: ptr.To(DefaultNonRootUser)},
+		"no default": {reason: "restrictedDefaultUser 0: rejected with the reason",
+			packs: Packs{Restricted: true, RestrictedDefaultUser: ptr.To[int64](0)}, spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}},
+			wantErr: "spec.securityContext.runAsUser: Required value: restricted policy pack"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			errs := tc.packs.ApplyPod(&tc.spec, root)
+			if tc.wantErr != "" {
+				if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.wantErr) {
+					t.Fatalf("%s: errors %v, want one containing %q", tc.reason, errs, tc.wantErr)
+				}
+				return
+			}
+			if len(errs) != 0 {
+				t.Fatalf("%s: %v", tc.reason, errs)
+			}
+			if diff := cmp.Diff(tc.wantUser, tc.spec.SecurityContext.RunAsUser); diff != "" {
+				t.Errorf("%s: pod runAsUser (-want +got):\n%s", tc.reason, diff)
+			}
+			if !*tc.spec.SecurityContext.RunAsNonRoot {
+				t.Errorf("%s: runAsNonRoot not set", tc.reason)
+			}
+		})
+	}
+	if errs := (Config{Packs: Packs{RestrictedDefaultUser: ptr.To[int64](-1)}}).Validate(root); len(errs) != 1 {
+		t.Errorf("a negative restrictedDefaultUser is accepted: %v", errs)
+	}
+}

@@ -86,7 +86,7 @@ spec:
 	return dir, contents
 }
 
-func snapshot(t *testing.T, dir string) map[string]string {
+func snapshotTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -115,7 +115,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 // tree renders to exactly what the v1alpha1 tree renders to.
 func TestMigrateCheckMigrateIdempotent(t *testing.T) {
 	dir, _ := v1alpha1Tree(t)
-	before := snapshot(t, dir)
+	before := snapshotTree(t, dir)
 	code, renderedBefore, stderr := runCLI(t, "render", dir)
 	if code != exitOK {
 		t.Fatalf("render of the v1alpha1 tree: exit %d\n%s", code, stderr)
@@ -133,7 +133,7 @@ func TestMigrateCheckMigrateIdempotent(t *testing.T) {
 	if strings.Contains(stdout, "configmap") {
 		t.Errorf("--check lists a file without v1alpha1 objects:\n%s", stdout)
 	}
-	if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+	if diff := cmp.Diff(before, snapshotTree(t, dir)); diff != "" {
 		t.Fatalf("--check changed files (-before +after):\n%s", diff)
 	}
 
@@ -143,7 +143,7 @@ func TestMigrateCheckMigrateIdempotent(t *testing.T) {
 	if !strings.Contains(stdout, "migrated "+filepath.Join(dir, "templates/python.yaml")+" (2 objects)") {
 		t.Errorf("no report of the migrated template file:\n%s", stdout)
 	}
-	after := snapshot(t, dir)
+	after := snapshotTree(t, dir)
 	wantClaim := strings.Replace(strings.Replace(before["/claims/agent.yml"],
 		"  sandboxTemplateRef:\n    name: python\n  warmpool: python-pool   # drawn from the pool\n", "  warmPoolRef:\n    name: python-pool\n", 1),
 		"v1alpha1", "v1beta1", 1)
@@ -163,7 +163,7 @@ func TestMigrateCheckMigrateIdempotent(t *testing.T) {
 	if code, _, stderr = runCLI(t, "migrate", dir); code != exitOK || !strings.Contains(stderr, "nothing to migrate") {
 		t.Errorf("second migrate: exit %d\n%s", code, stderr)
 	}
-	if diff := cmp.Diff(after, snapshot(t, dir)); diff != "" {
+	if diff := cmp.Diff(after, snapshotTree(t, dir)); diff != "" {
 		t.Errorf("a second migrate changed files (-first +second):\n%s", diff)
 	}
 
@@ -194,7 +194,7 @@ func TestMigrateWritesNothingOnError(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.text), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			before := snapshot(t, dir)
+			before := snapshotTree(t, dir)
 			code, stdout, stderr := runCLI(t, "migrate", dir)
 			if code != exitFindings {
 				t.Errorf("exit %d, want 1", code)
@@ -207,7 +207,7 @@ func TestMigrateWritesNothingOnError(t *testing.T) {
 			if stdout != "" {
 				t.Errorf("stdout: %s", stdout)
 			}
-			if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+			if diff := cmp.Diff(before, snapshotTree(t, dir)); diff != "" {
 				t.Errorf("files changed (-before +after):\n%s", diff)
 			}
 		})

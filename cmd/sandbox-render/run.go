@@ -9,12 +9,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
@@ -46,10 +49,10 @@ func usageErr(format string, args ...any) error {
 
 const exitCodesHelp = `
 
-Exit codes:
+Exit codes (the same for every command):
   0  done, no problems
-  1  the input has problems (each reported with its object, field and file)
-  2  usage, configuration or I/O error`
+  1  the input has problems (each reported with its object, field and file); nothing written
+  2  usage, configuration, kustomize or I/O error, or nothing to do; nothing written`
 
 const rootLong = `sandbox-render renders agent-sandbox custom resources (Sandbox, SandboxTemplate, SandboxClaim and
 SandboxWarmPool, v1beta1 or v1alpha1) into the objects upstream's controllers would create: for every
@@ -57,8 +60,13 @@ template its NetworkPolicy, for every pool its member Sandboxes, for every claim
 every Sandbox its Pod, PVCs and headless Service. So they can be reviewed in Git and applied by
 GitOps tools.
 
-Run with no command and a ResourceList on standard input (as kustomize runs exec functions), or with
-the fn command, it is a KRM function configured by a SandboxRender functionConfig:
+Commands: render (files to objects, on standard output), validate (check only), build (a
+kustomization, as kustomize build --enable-alpha-plugins --enable-exec would), fn (the KRM
+function), discover (the Argo CD plugin's discovery). Run with no command and a ResourceList on
+standard input (as kustomize runs exec functions) it is the KRM function, configured by a
+SandboxRender functionConfig; in a kustomization, list its file last under transformers:. The exec
+path is relative to the directory of the kustomization that lists the config (sandbox-render build
+ignores it and runs itself):
 
   apiVersion: render.sandbox-gitops.dev/v1alpha1
   kind: SandboxRender
@@ -67,7 +75,7 @@ the fn command, it is a KRM function configured by a SandboxRender functionConfi
     annotations:
       config.kubernetes.io/function: |
         exec:
-          path: ./sandbox-render
+          path: ../../bin/sandbox-render
   spec:
     mode: expand            # or validate: results only, items unchanged
     keepSources: true       # false emits only what the custom resources render to
@@ -83,16 +91,29 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Use:           "sandbox-render",
 		Short:         "Render agent-sandbox custom resources into the objects they imply",
 		Long:          rootLong,
+		Version:       version(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+			}
+			return usageErr("%s\nRun 'sandbox-render --help' for usage.", msg)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if isTerminal(stdin) {
+			if terminal(stdin) {
 				return usageErr("no command given and standard input is a terminal; see sandbox-render --help")
 			}
 			data, err := io.ReadAll(stdin)
 			if err != nil {
 				return usageErr("reading standard input: %v", err)
+			}
+			if len(bytes.TrimSpace(data)) == 0 {
+				return usageErr("no command given and standard input is empty; see sandbox-render --help")
 			}
 			if !bytes.Contains(data, []byte("ResourceList")) {
 				return usageErr("no command given and standard input is not a KRM ResourceList; see sandbox-render --help")
@@ -100,12 +121,39 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			return runFunction(data, stdout, stderr)
 		},
 	}
+	root.SuggestionsMinimumDistance = 2
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(fnCommand(stdin, stdout, stderr), renderCommand(stdin, stdout, stderr),
-		validateCommand(stdin, stdout, stderr), buildCommand(stdout, stderr), migrateCommand(stdout, stderr))
+		validateCommand(stdin, stdout, stderr), buildCommand(stdout, stderr), discoverCommand(stdout),
+		migrateCommand(stdout, stderr))
 	return root
+}
+
+// version is the module version and VCS revision this binary was built from.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "sandbox-render (no build information)"
+	}
+	v := "sandbox-render " + info.Main.Version
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += " (revision " + rev + modified + ")"
+	}
+	return v + " " + info.GoVersion
 }
 
 func fnCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -113,11 +161,16 @@ func fnCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "fn",
 		Short: "Run as a KRM function: a ResourceList on standard input, the result on standard output",
 		Long: `Runs as a KRM function (the same as running with no command and a ResourceList on standard
-input). Items that are not agent-sandbox objects pass through unchanged. Problems are written as
-results with severity, resourceRef, field and file (the file comes from the items' path annotations,
-or from kustomize's origin annotations with buildMetadata: [originAnnotations]); on an error the
-items are written unchanged and the exit code is 1.` + exitCodesHelp,
-		Args: cobra.NoArgs,
+input) and writes a ResourceList on standard output: the items, with every object the agent-sandbox
+items render to added (mode: expand), or unchanged (mode: validate); the functionConfig; and the
+results. Items that are not agent-sandbox objects pass through byte for byte. Problems are results
+with severity, resourceRef, field and file (the file comes from the items' path annotations, or from
+kustomize's origin annotations with buildMetadata: [originAnnotations]), also printed one a line on
+standard error. On a problem the list is still written, with the items unchanged and the results,
+as the KRM functions specification asks; the exit code is 1, or 2 when the functionConfig itself is
+invalid.` + exitCodesHelp,
+		Example: `  printf 'apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n' | sandbox-render fn`,
+		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			data, err := io.ReadAll(stdin)
 			if err != nil {
@@ -129,6 +182,9 @@ items are written unchanged and the exit code is 1.` + exitCodesHelp,
 }
 
 func runFunction(data []byte, stdout, stderr io.Writer) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return usageErr("standard input is empty; the function reads a ResourceList there")
+	}
 	err := krm.Run(bytes.NewReader(data), stdout)
 	if err == nil {
 		return nil
@@ -139,9 +195,25 @@ func runFunction(data []byte, stdout, stderr io.Writer) error {
 		if results.ExitCode() == 0 {
 			return nil
 		}
+		if configError(results) {
+			// The results are written for kustomize; the exit code follows the rule of every
+			// command: a configuration error is 2, not a problem of the input.
+			return usageErr("the functionConfig is invalid")
+		}
 		return &exitError{exitFindings, errors.New("the input has problems")}
 	}
 	return usageErr("%v", err)
+}
+
+// configError tells whether the function failed on its configuration alone: krm reports it as
+// one error result about the functionConfig, naming no item.
+func configError(results framework.Results) bool {
+	for _, r := range results {
+		if r.Severity == framework.Error && (r.ResourceRef != nil || !strings.Contains(r.Message, "functionConfig")) {
+			return false
+		}
+	}
+	return true
 }
 
 type inputFlags struct {
@@ -156,17 +228,21 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.keepSourceVersions, "keep-source-versions", false, "write v1alpha1 input objects as they are instead of converted to v1beta1 (for clusters that still serve v1alpha1)")
 }
 
-func (f *inputFlags) load() (*krm.SandboxRender, error) {
-	var data []byte
+// load parses the configuration: --config, else a SandboxRender object among the inputs, else
+// the defaults.
+func (f *inputFlags) load(in *inputs) (*krm.SandboxRender, error) {
+	data, from := in.config, in.configFrom
 	if f.config != "" {
 		var err error
 		if data, err = os.ReadFile(f.config); err != nil {
 			return nil, usageErr("reading --config: %v", err)
 		}
+		from = f.config
+		in.configFrom = f.config
 	}
 	cfg, err := krm.ParseConfig(data)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, usageErr("%s: %v", from, err)
 	}
 	if f.clusterDomain != "" {
 		cfg.Spec.ClusterDomain = f.clusterDomain
@@ -177,14 +253,21 @@ func (f *inputFlags) load() (*krm.SandboxRender, error) {
 	return cfg, nil
 }
 
-// expand loads the options, reads the inputs and renders them; a render error is reported on
-// stderr and returned as the findings exit.
+// expand reads the inputs, loads the options and renders; a render error is reported on stderr
+// and returned as the findings exit.
 func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*krm.SandboxRender, *inputs, []*unstructured.Unstructured, error) {
-	cfg, err := f.load()
+	in, err := readInputs(args, stdin, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	in, err := readInputs(args, stdin, stderr)
+	if len(in.objs) == 0 {
+		msg := "no objects in the input, so nothing to render or check"
+		if in.kustomization != "" {
+			msg += fmt.Sprintf("; %s is a kustomization whose resources live elsewhere: sandbox-render build %s builds and renders it", in.kustomization, in.kustomization)
+		}
+		return nil, nil, nil, usageErr("%s", msg)
+	}
+	cfg, err := f.load(in)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -205,19 +288,27 @@ func renderCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var showExample bool
 	cmd := &cobra.Command{
 		Use:   "render [FILE|DIR|-]...",
-		Short: "Render YAML files, directories or standard input; with no argument, the bundled example",
+		Short: "Render YAML files, directories or standard input into the objects they imply",
 		Long: `Reads YAML or JSON from files, directories (every *.yaml, *.yml and *.json below them, in name
-order) or - (standard input), and writes the input followed by everything it renders, as one YAML
-stream sorted by kind, namespace and name. Objects of other kinds pass through unchanged.
-v1alpha1 agent-sandbox objects are written as v1beta1, the version the CRDs serve (only the fields
-that differ change; --keep-source-versions writes them as they are); sandbox-render migrate
-rewrites such files in place.
+order) or - (standard input; also read when no argument is given and standard input is not a
+terminal), and writes one YAML stream on standard output, sorted by kind, namespace and name: every
+input object (objects of other kinds unchanged; the agent-sandbox ones only with keepSources: true,
+the default) and every object they render to. v1alpha1 agent-sandbox objects are written as
+v1beta1, the version the CRDs serve (only the fields that differ change; --keep-source-versions
+writes them as they are); sandbox-render migrate rewrites such files in place.
 
-With no argument, renders a bundled example Sandbox (print it with --example).
+A SandboxRender object among the inputs (a directory's render.yaml) is the configuration, as
+--config would give it; it and Kustomization files are not written out.
+
+With no argument and a terminal on standard input, renders a bundled example Sandbox (print it with
+--example).
 
 Input is checked as the API server would check it (unknown fields, schema, defaults) and for what
-would make a rendered object impossible to create; every problem of every object is reported, and
-nothing is written unless the whole input renders.` + exitCodesHelp,
+would make a rendered object impossible to create; every problem of every object is reported on
+standard error, and nothing is written unless the whole input renders.` + exitCodesHelp,
+		Example: `  sandbox-render render docs/example
+  sandbox-render render - < docs/example/template.yaml
+  sandbox-render render --example | sandbox-render render`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if showExample {
 				_, err := stdout.Write(example)
@@ -226,6 +317,9 @@ nothing is written unless the whole input renders.` + exitCodesHelp,
 			cfg, in, out, err := flags.expand(args, stdin, stderr)
 			if err != nil {
 				return err
+			}
+			if cfg.Spec.Mode == krm.ModeValidate {
+				return usageErr("the SandboxRender config (%s) says mode: validate, so nothing is rendered; use sandbox-render validate, or set mode: expand", in.configFrom)
 			}
 			if !*cfg.Spec.KeepSources {
 				kept := out[:0]
@@ -245,7 +339,7 @@ nothing is written unless the whole input renders.` + exitCodesHelp,
 		},
 	}
 	flags.add(cmd)
-	cmd.Flags().BoolVar(&showExample, "example", false, "print the bundled example input and exit")
+	cmd.Flags().BoolVar(&showExample, "example", false, "print the bundled example input (the Sandbox render renders at a terminal) and exit")
 	return cmd
 }
 
@@ -254,9 +348,14 @@ func validateCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate [FILE|DIR|-]...",
 		Short: "Check that YAML files, directories or standard input render, without writing anything",
-		Long: `Reads input as render does and reports every problem of every agent-sandbox object, with the
-file, object and field; writes nothing on standard output.` + exitCodesHelp,
-		Args: cobra.MinimumNArgs(1),
+		Long: `Reads input as render does (a SandboxRender object among it is the configuration, so its policy
+packs apply) and reports every problem of every agent-sandbox object on standard error, with the
+file, object and field. Writes nothing on standard output; on success one line on standard error
+says how many objects were checked.
+
+validate checks files as they are. To check a kustomization as it will be built (patches,
+namespaces and all), run sandbox-render build on it.` + exitCodesHelp,
+		Example: `  sandbox-render validate docs/example`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			_, in, _, err := flags.expand(args, stdin, stderr)
 			if err != nil {
@@ -271,48 +370,95 @@ file, object and field; writes nothing on standard output.` + exitCodesHelp,
 }
 
 func buildCommand(stdout, stderr io.Writer) *cobra.Command {
-	var outputDir string
+	var outputDir, output string
+	var slow bool
 	cmd := &cobra.Command{
 		Use:   "build DIR",
 		Short: "Build a kustomization with the render function in process, as kustomize build --enable-exec would",
 		Long: `Builds the kustomization in DIR with sigs.k8s.io/kustomize/api, with the options of
-kustomize build --enable-alpha-plugins --enable-exec, so no kustomize binary is needed and the bytes
-are the same. SandboxRender function configs in the tree run as this executable, whatever path their
-exec annotation names. Other exec functions in the tree run as kustomize would run them.
+kustomize build --enable-alpha-plugins --enable-exec, and writes the same bytes kustomize would on
+standard output; no kustomize binary is needed. SandboxRender function configs in the tree run as
+this executable, whatever path their exec annotation names. Other exec functions in the tree run as
+kustomize would run them.
 
-With --output-dir, writes one file per object (named as kustomize build -o names them) and a
-kustomization.yaml listing them, for the rendered-manifests pattern (Flux, or Argo CD without
-plugins). YAML files already in that directory are removed first, so deleted objects do not linger.` + exitCodesHelp,
+When the SandboxRender transformer is the last transformer of DIR's kustomization (the documented
+layout), the rest of the tree is built by kustomize and the render runs in process in one pass:
+linear in the number of objects, where kustomize's handling of a function's output is quadratic.
+Where that cannot give kustomize's bytes (validators, vars, buildMetadata other than
+originAnnotations, non-legacy sortOptions, local-config objects, or names changed by namePrefix,
+nameSuffix or hashed generators), the build runs the function as kustomize does and says so on
+standard error. Problems name the file of the object even without originAnnotations.
+
+A tree holding agent-sandbox objects but no SandboxRender transformer, or a SandboxRender config
+listed under resources:, is an error: the output would carry custom resources with nothing
+rendered.
+
+With --output FILE the stream goes to FILE instead (a file, never a directory). With --output-dir,
+writes one file per object (named as kustomize build -o names them) and a kustomization.yaml listing
+them, for the rendered-manifests pattern (Flux, or Argo CD without plugins), and lists them in
+` + kbuild.MarkerFile + `. A later run replaces and removes only the files listed there, so a deleted
+object does not linger; a directory holding any other file, or any file of the kustomization's own
+tree, is refused, as is an existing --output file sandbox-render did not write.` + exitCodesHelp,
+		Example: `  sandbox-render build overlays/production
+  sandbox-render build overlays/production --output-dir deploy/production
+  sandbox-render build docs/example -o example.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			if output != "" && outputDir != "" {
+				return usageErr("--output and --output-dir exclude each other")
+			}
 			self, err := os.Executable()
 			if err != nil {
 				return usageErr("locating this executable: %v", err)
 			}
-			m, err := kbuild.Build(args[0], self)
+			res, err := kbuild.Build(args[0], self, kbuild.Options{NoFastPath: slow})
 			if err != nil {
-				return &exitError{exitFindings, err}
-			}
-			if outputDir == "" {
-				b, err := m.AsYaml()
-				if err != nil {
-					return usageErr("%v", err)
+				var fe *kbuild.FindingsError
+				if errors.As(err, &fe) {
+					fmt.Fprint(stderr, fe.Report)
+					return &exitError{exitFindings, errors.New("the input has problems; nothing was written")}
 				}
-				_, err = stdout.Write(b)
-				return err
+				return usageErr("building %s: %v", args[0], err)
 			}
-			written, removed, err := kbuild.WriteDir(outputDir, m)
+			if res.FallbackReason != "" {
+				fmt.Fprintf(stderr, "sandbox-render: note: the render runs as kustomize runs it, which is slow on large trees: %s\n", res.FallbackReason)
+			}
+			crs, configs := res.AgentSandboxObjects()
+			switch {
+			case configs > 0:
+				return usageErr("building %s: a SandboxRender config is among the output objects, so it was taken as a resource and nothing was rendered; list its file under transformers:, not resources:", args[0])
+			case crs > 0 && !res.Rendered:
+				return usageErr("building %s: %d agent-sandbox objects but no SandboxRender transformer in the tree, so nothing was rendered; add a render.yaml (see sandbox-render --help) and list it last under transformers:", args[0], crs)
+			}
+			switch {
+			case outputDir != "":
+				written, removed, err := kbuild.WriteDir(outputDir, res)
+				if err != nil {
+					return usageErr("writing %s: %v", outputDir, err)
+				}
+				for _, r := range removed {
+					fmt.Fprintf(stderr, "removed %s\n", r)
+				}
+				fmt.Fprintf(stderr, "wrote %d files to %s\n", len(written), outputDir)
+				return nil
+			case output != "":
+				if err := kbuild.WriteFile(output, res); err != nil {
+					return usageErr("writing %s: %v", output, err)
+				}
+				fmt.Fprintf(stderr, "wrote %d objects to %s\n", len(res.Objects), output)
+				return nil
+			}
+			b, err := res.YAML()
 			if err != nil {
-				return usageErr("writing %s: %v", outputDir, err)
+				return usageErr("%v", err)
 			}
-			for _, r := range removed {
-				fmt.Fprintf(stderr, "removed %s\n", r)
-			}
-			fmt.Fprintf(stderr, "wrote %d files to %s\n", len(written), outputDir)
-			return nil
+			_, err = stdout.Write(b)
+			return err
 		},
 	}
-	cmd.Flags().StringVarP(&outputDir, "output-dir", "o", "", "write one file per object into this directory instead of standard output")
+	cmd.Flags().StringVar(&outputDir, "output-dir", "", "write one file per object and a kustomization.yaml into this directory instead of standard output")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the YAML stream to this file instead of standard output")
+	cmd.Flags().BoolVar(&slow, "no-fast-path", false, "run the SandboxRender function as kustomize runs it even where the one-pass render applies")
 	return cmd
 }
 
@@ -321,6 +467,11 @@ type inputs struct {
 	objs   []*unstructured.Unstructured
 	files  map[*unstructured.Unstructured]*framework.File
 	source map[*unstructured.Unstructured]bool
+	// config is a SandboxRender object found among the inputs, from configFrom.
+	config     []byte
+	configFrom string
+	// kustomization is a directory argument holding a kustomization file.
+	kustomization string
 }
 
 // findings reports a render error on stderr and returns the findings exit code.
@@ -330,7 +481,9 @@ func (in *inputs) findings(err error, stderr io.Writer) error {
 	return &exitError{exitFindings, fmt.Errorf("the input cannot be rendered: %d problem(s)", len(results))}
 }
 
-// readInputs reads every named source; with none, the bundled example.
+// readInputs reads every named source. With none, standard input, or the bundled example when
+// standard input is a terminal. SandboxRender objects become the configuration; Kustomizations
+// are not inputs.
 func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, error) {
 	in := &inputs{files: map[*unstructured.Unstructured]*framework.File{}, source: map[*unstructured.Unstructured]bool{}}
 	add := func(name string, data []byte) error {
@@ -339,18 +492,43 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 			return usageErr("%v", err)
 		}
 		for i, o := range objs {
+			switch {
+			case o.GetKind() == krm.Kind && o.GetAPIVersion() == krm.APIVersion:
+				if in.config != nil {
+					return usageErr("%s: a second SandboxRender config (the first is in %s); keep one per tree", name, in.configFrom)
+				}
+				b, err := yaml.Marshal(o.Object)
+				if err != nil {
+					return usageErr("%s: %v", name, err)
+				}
+				in.config, in.configFrom = b, name
+				continue
+			case o.GroupVersionKind().Group == "kustomize.config.k8s.io":
+				continue
+			}
 			in.files[o] = &framework.File{Path: name, Index: i}
 			in.source[o] = true
+			in.objs = append(in.objs, o)
 		}
-		in.objs = append(in.objs, objs...)
 		return nil
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "sandbox-render: no input given; rendering the bundled example (see --help)")
-		return in, add("example.yaml", example)
+		if terminal(stdin) {
+			fmt.Fprintln(stderr, "sandbox-render: no input given and standard input is a terminal; rendering the bundled example (see render --help)")
+			return in, add("example.yaml", example)
+		}
+		args = []string{"-"}
 	}
 	for _, a := range args {
+		for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+			if _, err := os.Stat(filepath.Join(a, n)); err == nil && a != "-" {
+				in.kustomization = a
+			}
+		}
 		files, err := expand(a)
+		if err != nil && in.kustomization == a && strings.Contains(err.Error(), "no *.yaml") {
+			err = nil
+		}
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}
@@ -358,6 +536,10 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 			var data []byte
 			if f == "-" {
 				data, err = io.ReadAll(stdin)
+				if err == nil && len(bytes.TrimSpace(data)) == 0 {
+					err = errors.New("it is empty; pass files or directories, or pipe YAML into it")
+				}
+				f = "standard input"
 			} else {
 				data, err = os.ReadFile(f)
 			}
@@ -391,7 +573,7 @@ func expand(arg string) ([]string, error) {
 		}
 		switch strings.ToLower(filepath.Ext(p)) {
 		case ".yaml", ".yml", ".json":
-			if !d.IsDir() {
+			if !d.IsDir() && !isKustomization(d.Name()) {
 				files = append(files, p)
 			}
 		}
@@ -404,14 +586,20 @@ func expand(arg string) ([]string, error) {
 	return files, err
 }
 
-// isTerminal reports whether r is a character device (a person at a terminal).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
+// isKustomization tells a kustomization file by its name, as kustomize finds it.
+func isKustomization(name string) bool {
+	switch name {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return true
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return false
+}
+
+// terminal reports whether r is a terminal (a person typing), not a pipe, a file or /dev/null
+// (a character device too, but no terminal). A variable so tests can play the person.
+var terminal = func(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

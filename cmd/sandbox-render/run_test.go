@@ -2,10 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +14,16 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
-func TestRunRendersTheBundledExample(t *testing.T) {
+// atTerminal makes the tests' standard input count as a person at a terminal.
+func atTerminal(t *testing.T) {
+	t.Helper()
+	old := terminal
+	terminal = func(io.Reader) bool { return true }
+	t.Cleanup(func() { terminal = old })
+}
+
+func TestRunRendersTheBundledExampleAtATerminal(t *testing.T) {
+	atTerminal(t)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"render"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
@@ -34,81 +42,196 @@ func TestRunRendersTheBundledExample(t *testing.T) {
 	}
 }
 
-func TestRunExitCodes(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(bad, []byte("apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: x\nspec: {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cases := map[string]struct {
-		args       []string
-		stdin      string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
-		"help":              {args: []string{"--help"}, wantCode: exitOK, wantStdout: "Exit codes:"},
-		"render help":       {args: []string{"render", "--help"}, wantCode: exitOK, wantStdout: "Exit codes:"},
-		"unknown flag":      {args: []string{"render", "--nope"}, wantCode: exitUsage, wantStderr: "unknown flag: --nope"},
-		"unknown command":   {args: []string{"rendr"}, wantCode: exitUsage, wantStderr: "unknown command"},
-		"no command":        {args: nil, stdin: "kind: Sandbox\n", wantCode: exitUsage, wantStderr: "not a KRM ResourceList"},
-		"missing file":      {args: []string{"render", filepath.Join(dir, "absent.yaml")}, wantCode: exitUsage, wantStderr: "no such file"},
-		"invalid object":    {args: []string{"render", bad}, wantCode: exitFindings, wantStderr: bad + ": error: Sandbox x: spec.podTemplate: Required value"},
-		"validate invalid":  {args: []string{"validate", bad}, wantCode: exitFindings, wantStderr: "spec.podTemplate: Required value"},
-		"validate clean":    {args: []string{"validate", "-"}, stdin: string(example), wantCode: exitOK, wantStderr: "1 objects checked: no problems"},
-		"empty directory":   {args: []string{"render", t.TempDir()}, wantCode: exitUsage, wantStderr: "no *.yaml"},
-		"stdin":             {args: []string{"render", "-"}, stdin: string(example), wantCode: exitOK, wantStdout: "kind: Pod"},
-		"bad config":        {args: []string{"render", "--config", bad}, wantCode: exitUsage, wantStderr: "functionConfig"},
-		"build missing dir": {args: []string{"build", filepath.Join(dir, "nowhere")}, wantCode: exitFindings, wantStderr: "nowhere"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
-			if code != tc.wantCode {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tc.wantStderr) {
-				t.Errorf("stderr does not contain %q:\n%s", tc.wantStderr, stderr.String())
-			}
-			if !strings.Contains(stdout.String(), tc.wantStdout) {
-				t.Errorf("stdout does not contain %q:\n%s", tc.wantStdout, stdout.String())
-			}
-			if tc.wantCode != exitOK && stdout.Len() > 0 {
-				t.Errorf("wrote output despite failing:\n%s", stdout.String())
-			}
-		})
+// writeTree writes files (path: content) under dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
-// TestBuildOutputDir: build --output-dir writes one file per object plus a kustomization.yaml,
-// and removes stale YAML files left by an earlier build.
-func TestBuildOutputDir(t *testing.T) {
-	self := testenv.SandboxRender(t)
-	out := t.TempDir()
-	stale := filepath.Join(out, "v1_pod_gone.yaml")
-	if err := os.WriteFile(stale, []byte("kind: Pod\n"), 0o644); err != nil {
+const (
+	sandboxYAML = `apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: piped
+  namespace: ns
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: c
+        image: python:3.12-slim
+`
+	privilegedYAML = `apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: root
+  namespace: ns
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: c
+        image: python:3.12-slim
+        securityContext:
+          privileged: true
+`
+	restrictedConfig = `apiVersion: render.sandbox-gitops.dev/v1alpha1
+kind: SandboxRender
+metadata:
+  name: render
+  annotations:
+    config.kubernetes.io/function: |
+      exec:
+        path: ./sandbox-render
+spec:
+  policies:
+    packs:
+      restricted: true
+`
+	kustomization = `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- sandbox.yaml
+transformers:
+- render.yaml
+`
+)
+
+// TestRunExitCodes runs every command on good and bad input: 0 when done, 1 for problems in the
+// input, 2 for usage, configuration, kustomize and I/O errors and for nothing done; errors on
+// standard error, nothing on standard output when failing.
+func TestRunExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	writeTree(t, dir, map[string]string{
+		"bad.yaml": "apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: x\nspec: {}\n",
+		// A tree whose render.yaml asks for the restricted pack, and a privileged Sandbox.
+		"restricted/kustomization.yaml": kustomization,
+		"restricted/render.yaml":        restrictedConfig,
+		"restricted/sandbox.yaml":       privilegedYAML,
+		// The same Sandbox, allowed, to see the config applied and not emitted.
+		"plain/kustomization.yaml": kustomization,
+		"plain/render.yaml":        restrictedConfig,
+		"plain/sandbox.yaml":       sandboxYAML,
+		// Custom resources and no render transformer.
+		"norender/kustomization.yaml": "resources:\n- sandbox.yaml\n",
+		"norender/sandbox.yaml":       sandboxYAML,
+		// The render config listed as a resource.
+		"asresource/kustomization.yaml": "resources:\n- sandbox.yaml\n- render.yaml\n",
+		"asresource/sandbox.yaml":       sandboxYAML,
+		"asresource/render.yaml":        restrictedConfig,
+		"onlyconfig/render.yaml":        restrictedConfig,
+		// A config in validate mode: render renders nothing, which is an error.
+		"validatemode/render.yaml":  strings.Replace(restrictedConfig, "spec:\n", "spec:\n  mode: validate\n", 1),
+		"validatemode/sandbox.yaml": sandboxYAML,
+		// YAML kustomize cannot read.
+		"broken/kustomization.yaml": "resources: [\n",
+		// A claim under a template that forbids env, without originAnnotations.
+		"findings/kustomization.yaml":  "namespace: team-a\nresources:\n- template.yaml\n- claim.yaml\ntransformers:\n- render.yaml\n",
+		"findings/render.yaml":         restrictedConfig,
+		"findings/template.yaml":       "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxTemplate\nmetadata:\n  name: python\nspec:\n  podTemplate:\n    spec:\n      containers:\n      - name: python\n        image: python:3.12\n  envVarsInjectionPolicy: Disallowed\n---\napiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxWarmPool\nmetadata:\n  name: python\nspec:\n  replicas: 0\n  sandboxTemplateRef:\n    name: python\n",
+		"findings/claim.yaml":          "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxClaim\nmetadata:\n  name: my-claim\nspec:\n  warmPoolRef:\n    name: python\n  env:\n  - name: TASK\n    value: x\n",
+		"badconfig/kustomization.yaml": kustomization,
+		"badconfig/render.yaml":        strings.Replace(restrictedConfig, "restricted: true", "restrictd: true", 1),
+		"badconfig/sandbox.yaml":       sandboxYAML,
+	})
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, "build", filepath.Join(testenv.RepoRoot(), "overlays", "airgapped"), "--output-dir", out)
-	msg, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, msg)
+	defer devNull.Close()
+	overlay := filepath.Join(testenv.RepoRoot(), "overlays", "kind")
+	cases := map[string]struct {
+		reason     string
+		args       []string
+		stdin      io.Reader
+		wantCode   int
+		wantStdout string
+		wantStderr string
+		notStdout  string
+	}{
+		"help":                           {args: []string{"--help"}, wantCode: exitOK, wantStdout: "Exit codes"},
+		"render help":                    {args: []string{"render", "--help"}, wantCode: exitOK, wantStdout: "Exit codes"},
+		"version":                        {reason: "--version from the build info", args: []string{"--version"}, wantCode: exitOK, wantStdout: "sandbox-render "},
+		"unknown flag":                   {args: []string{"render", "--nope"}, wantCode: exitUsage, wantStderr: "unknown flag: --nope"},
+		"unknown command":                {reason: "a mistyped command gets a suggestion", args: []string{"rendr"}, wantCode: exitUsage, wantStderr: "Did you mean this?\n\trender"},
+		"no command, not a ResourceList": {args: nil, stdin: strings.NewReader("kind: Sandbox\n"), wantCode: exitUsage, wantStderr: "not a KRM ResourceList"},
+		"no command, /dev/null": {reason: "/dev/null is a character device but no terminal",
+			args: nil, stdin: devNull, wantCode: exitUsage, wantStderr: "standard input is empty"},
+		"fn, bad config": {reason: "a configuration error is 2 in the function too",
+			args: []string{"fn"}, stdin: strings.NewReader("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec:\n    mdoe: expand\n"),
+			wantCode: exitUsage, wantStderr: "mdoe", wantStdout: "results:"},
+		"fn, findings": {args: []string{"fn"}, stdin: strings.NewReader("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: agents.x-k8s.io/v1beta1\n  kind: Sandbox\n  metadata:\n    name: x\n  spec: {}\n"),
+			wantCode: exitFindings, wantStderr: "spec.podTemplate: Required value", wantStdout: "results:"},
+		"fn, empty input":   {args: []string{"fn"}, stdin: strings.NewReader(""), wantCode: exitUsage, wantStderr: "ResourceList"},
+		"missing file":      {args: []string{"render", filepath.Join(dir, "absent.yaml")}, wantCode: exitUsage, wantStderr: "no such file"},
+		"invalid object":    {args: []string{"render", bad}, wantCode: exitFindings, wantStderr: bad + ": error: Sandbox x: spec.podTemplate: Required value"},
+		"validate invalid":  {args: []string{"validate", bad}, wantCode: exitFindings, wantStderr: "spec.podTemplate: Required value"},
+		"validate clean":    {args: []string{"validate", "-"}, stdin: bytes.NewReader(example), wantCode: exitOK, wantStderr: "1 objects checked: no problems"},
+		"empty directory":   {args: []string{"render", t.TempDir()}, wantCode: exitUsage, wantStderr: "no *.yaml"},
+		"stdin":             {args: []string{"render", "-"}, stdin: bytes.NewReader(example), wantCode: exitOK, wantStdout: "kind: Pod"},
+		"piped stdin":       {reason: "piped standard input is read, not the bundled example", args: []string{"render"}, stdin: strings.NewReader(sandboxYAML), wantCode: exitOK, wantStdout: "name: piped", notStdout: "python-sandbox"},
+		"empty stdin":       {args: []string{"render"}, stdin: devNull, wantCode: exitUsage, wantStderr: "standard input: it is empty"},
+		"bad config":        {args: []string{"render", "--config", bad, "-"}, stdin: bytes.NewReader(example), wantCode: exitUsage, wantStderr: "functionConfig"},
+		"validate DIR":      {reason: "validate honours the directory's SandboxRender config", args: []string{"validate", filepath.Join(dir, "restricted")}, wantCode: exitFindings, wantStderr: "restricted policy pack"},
+		"render DIR":        {reason: "render honours the config and emits neither it nor the Kustomization", args: []string{"render", filepath.Join(dir, "plain")}, wantCode: exitOK, wantStdout: "runAsNonRoot: true", notStdout: "kind: SandboxRender"},
+		"render DIR config": {args: []string{"render", filepath.Join(dir, "plain")}, wantCode: exitOK, wantStdout: "kind: Pod", notStdout: "kind: Kustomization"},
+		"validate a kustomization of bases": {reason: "0 objects checked is not success: the hint names build",
+			args: []string{"validate", overlay}, wantCode: exitUsage, wantStderr: "sandbox-render build " + overlay},
+		"render nothing": {args: []string{"render", filepath.Join(dir, "onlyconfig")}, wantCode: exitUsage, wantStderr: "no objects in the input"},
+		"render validate mode": {reason: "custom resources and nothing rendered is an error with a hint",
+			args: []string{"render", filepath.Join(dir, "validatemode")}, wantCode: exitUsage, wantStderr: "use sandbox-render validate"},
+		"render bad config": {args: []string{"render", filepath.Join(dir, "badconfig")}, wantCode: exitUsage, wantStderr: "restrictd"},
+		"build":             {args: []string{"build", overlay}, wantCode: exitOK, wantStdout: "kind: Pod"},
+		"build missing dir": {reason: "a missing directory is an I/O error", args: []string{"build", filepath.Join(dir, "nowhere")}, wantCode: exitUsage, wantStderr: "nowhere"},
+		"build broken YAML": {args: []string{"build", filepath.Join(dir, "broken")}, wantCode: exitUsage, wantStderr: "invalid Kustomization"},
+		"build bad config":  {args: []string{"build", filepath.Join(dir, "badconfig")}, wantCode: exitUsage, wantStderr: "restrictd"},
+		"build findings": {reason: "a finding names the file without originAnnotations, with no kustomize noise",
+			args: []string{"build", filepath.Join(dir, "findings")}, wantCode: exitFindings,
+			wantStderr: filepath.Join(dir, "findings", "claim.yaml") + ": error: SandboxClaim team-a/my-claim: spec.env: Forbidden"},
+		"build restricted": {args: []string{"build", filepath.Join(dir, "restricted")}, wantCode: exitFindings, wantStderr: "sandbox.yaml: error: Sandbox ns/root: spec.podTemplate.spec.containers[0].securityContext.privileged"},
+		"build without render": {reason: "custom resources and nothing rendered is an error with a hint",
+			args: []string{"build", filepath.Join(dir, "norender")}, wantCode: exitUsage, wantStderr: "no SandboxRender transformer"},
+		"build config as resource": {args: []string{"build", filepath.Join(dir, "asresource")}, wantCode: exitUsage, wantStderr: "under transformers:, not resources:"},
+		"build both outputs":       {args: []string{"build", overlay, "-o", filepath.Join(dir, "a.yaml"), "--output-dir", filepath.Join(dir, "d")}, wantCode: exitUsage, wantStderr: "exclude each other"},
+		"discover":                 {args: []string{"discover", overlay}, wantCode: exitOK, wantStdout: "render.yaml\n"},
+		"discover nothing":         {args: []string{"discover", filepath.Join(testenv.RepoRoot(), "bases", "python-runtime")}, wantCode: exitOK},
+		"discover missing":         {args: []string{"discover", filepath.Join(dir, "nowhere")}, wantCode: exitUsage, wantStderr: "nowhere"},
 	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("the stale file survived: %v", err)
-	}
-	files, _ := filepath.Glob(filepath.Join(out, "*.yaml"))
-	var names []string
-	for _, f := range files {
-		names = append(names, filepath.Base(f))
-	}
-	for _, n := range []string{"kustomization.yaml", "networking.k8s.io_v1_networkpolicy_python-runtime-network-policy.yaml", "v1_pod_python-runtime-7nx88.yaml"} {
-		if !slices.Contains(names, n) {
-			t.Errorf("%s not written; got %v", n, names)
-		}
-	}
-	if !strings.Contains(string(msg), "wrote ") {
-		t.Errorf("no progress line on stderr: %s", msg)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			stdin := tc.stdin
+			if stdin == nil {
+				stdin = strings.NewReader("")
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, stdin, &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Errorf("%s: exit %d, want %d; stderr:\n%s", tc.reason, code, tc.wantCode, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.wantStderr) {
+				t.Errorf("%s: stderr does not contain %q:\n%s", tc.reason, tc.wantStderr, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.wantStdout) {
+				t.Errorf("%s: stdout does not contain %q:\n%s", tc.reason, tc.wantStdout, stdout.String())
+			}
+			if tc.notStdout != "" && strings.Contains(stdout.String(), tc.notStdout) {
+				t.Errorf("%s: stdout contains %q:\n%s", tc.reason, tc.notStdout, stdout.String())
+			}
+			if tc.wantCode != exitOK && stdout.Len() > 0 && (len(tc.args) == 0 || tc.args[0] != "fn") {
+				t.Errorf("wrote output despite failing:\n%s", stdout.String())
+			}
+			if strings.Contains(stderr.String(), "couldn't execute function") {
+				t.Errorf("kustomize's noise on stderr:\n%s", stderr.String())
+			}
+		})
 	}
 }

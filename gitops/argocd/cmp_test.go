@@ -32,8 +32,9 @@ type plugin struct {
 }
 
 // TestPluginGeneratesTheGoldens runs the plugin's discover and generate commands the way the
-// cmp-server does (in the application's directory, sandbox-render on PATH) on every overlay: the
-// directory must be discovered and the manifests must be the overlay's golden.
+// cmp-server does in the documented distroless image (in the application's directory, a PATH
+// holding sandbox-render and nothing else: no shell, no grep) on every overlay: the directory
+// must be discovered and the manifests must be the overlay's golden, built in one pass.
 func TestPluginGeneratesTheGoldens(t *testing.T) {
 	b, err := os.ReadFile("cmp/plugin.yaml")
 	if err != nil {
@@ -47,7 +48,10 @@ func TestPluginGeneratesTheGoldens(t *testing.T) {
 		t.Fatalf("not a ConfigManagementPlugin with a generate command: %+v", p)
 	}
 	self := testenv.SandboxRender(t)
-	path := filepath.Dir(self) + string(os.PathListSeparator) + os.Getenv("PATH")
+	path := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(path, "sandbox-render")); err != nil {
+		t.Fatal(err)
+	}
 	root := testenv.RepoRoot()
 	dirs, _ := filepath.Glob(filepath.Join(root, "overlays", "*"))
 	for _, dir := range dirs {
@@ -56,7 +60,10 @@ func TestPluginGeneratesTheGoldens(t *testing.T) {
 			if strings.TrimSpace(string(found)) == "" {
 				t.Errorf("discover did not match the overlay")
 			}
-			got := run(t, dir, path, p.Spec.Generate.Command)
+			got, stderr := runWithStderr(t, dir, path, p.Spec.Generate.Command)
+			if strings.Contains(stderr, "note:") {
+				t.Errorf("the plugin did not build in one pass: %s", stderr)
+			}
 			want, err := os.ReadFile(filepath.Join(root, "golden", "testdata", "overlays", filepath.Base(dir)+".yaml"))
 			if err != nil {
 				t.Fatal(err)
@@ -108,25 +115,37 @@ func TestExecPathBuildOptions(t *testing.T) {
 
 func run(t *testing.T, dir, path string, command []string) []byte {
 	t.Helper()
+	out, _ := runWithStderr(t, dir, path, command)
+	return out
+}
+
+// runWithStderr runs command in dir with only path as PATH, resolving the command on it as the
+// cmp-server does.
+func runWithStderr(t *testing.T, dir, path string, command []string) ([]byte, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	name := command[0]
 	if !strings.Contains(name, "/") {
-		// Resolve on the given PATH, as the cmp-server's shell would.
+		// Resolve on the given PATH, as the cmp-server does; not on the test's own PATH.
+		found := false
 		for _, d := range filepath.SplitList(path) {
 			if p := filepath.Join(d, name); isExecutable(p) {
-				name = p
+				name, found = p, true
 				break
 			}
+		}
+		if !found {
+			t.Fatalf("%v: %s is not on PATH %s (the image has no such binary)", command, name, path)
 		}
 	}
 	cmd := exec.Command(name, command[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+path)
+	cmd.Env = []string{"PATH=" + path, "HOME=" + t.TempDir()}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v in %s: %v\n%s", command, dir, err, stderr.String())
 	}
-	return stdout.Bytes()
+	return stdout.Bytes(), stderr.String()
 }
 
 func isExecutable(p string) bool {

@@ -29,7 +29,7 @@ func TestRenderedManifestsBuildWithFlux(t *testing.T) {
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			m, err := kbuild.Build(dir, self)
+			m, err := kbuild.Build(dir, self, kbuild.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

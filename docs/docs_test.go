@@ -1,0 +1,151 @@
+// Package docs holds the documentation's test: every command in README.md and docs/gitops.md is
+// run exactly as written, and every file of the example tree they show is the file in
+// docs/example.
+package docs
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+)
+
+var documents = []string{"README.md", filepath.Join("docs", "gitops.md")}
+
+// notRun are the commands the test cannot run, with the reason.
+var notRun = map[string]string{
+	"make test": "it is the test suite that runs this test",
+}
+
+var (
+	shellBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
+	fileBlock  = regexp.MustCompile("(?s)<!-- (docs/example/[^ ]+) -->\n```yaml\n(.*?)```")
+)
+
+// TestExampleTreeInTheDocs: each example file shown in the docs is the file the commands use.
+func TestExampleTreeInTheDocs(t *testing.T) {
+	root := testenv.RepoRoot()
+	for _, doc := range documents {
+		b, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := map[string]bool{}
+		for _, m := range fileBlock.FindAllSubmatch(b, -1) {
+			name := string(m[1])
+			shown[name] = true
+			want, err := os.ReadFile(filepath.Join(root, name))
+			if err != nil {
+				t.Errorf("%s shows %s, which does not exist: %v", doc, name, err)
+				continue
+			}
+			if diff := cmp.Diff(string(want), string(m[2])); diff != "" {
+				t.Errorf("%s shows %s differently (-file +doc):\n%s", doc, name, diff)
+			}
+		}
+		for _, f := range []string{"template.yaml", "pool.yaml", "claims.yaml"} {
+			if !shown["docs/example/"+f] {
+				t.Errorf("%s does not show docs/example/%s", doc, f)
+			}
+		}
+	}
+}
+
+// TestDocCommands runs every ```sh block of the docs, line by line, in a copy of the repository
+// whose ./bin holds the tools `make tools` built, as a user following the docs on a fresh clone
+// would: README.md first, then docs/gitops.md, in the same copy. Every command must succeed.
+func TestDocCommands(t *testing.T) {
+	kustomize := testenv.Tool(t, "kustomize")
+	root := testenv.RepoRoot()
+	clone := copyRepo(t, root)
+	if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(kustomize, filepath.Join(clone, "bin", "kustomize")); err != nil {
+		t.Fatal(err)
+	}
+	gitInit := exec.Command("git", "init", "-q")
+	gitInit.Dir = clone
+	if out, err := gitInit.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	for _, doc := range documents {
+		t.Run(filepath.Base(doc), func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(root, doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var script []string
+			for _, m := range shellBlock.FindAllSubmatch(b, -1) {
+				for _, line := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
+					if reason, skip := notRun[line]; skip {
+						t.Logf("not run: %s (%s)", line, reason)
+						continue
+					}
+					script = append(script, line)
+				}
+			}
+			if len(script) == 0 {
+				t.Fatalf("%s has no commands", doc)
+			}
+			for _, line := range script {
+				cmd := exec.Command("bash", "-euo", "pipefail", "-c", line)
+				cmd.Dir = clone
+				cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=docs", "GIT_AUTHOR_EMAIL=docs@example.com",
+					"GIT_COMMITTER_NAME=docs", "GIT_COMMITTER_EMAIL=docs@example.com")
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("%s: `%s` failed: %v\nstdout:\n%s\nstderr:\n%s", doc, line, err, stdout.String(), stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// copyRepo copies the files git tracks, and the ones it would track, into a directory (not bin/
+// or .git), as a fresh clone has them. The directory is the same on every run for the same
+// repository, emptied first, so that `make build` there finds its compiled packages in Go's build
+// cache (the cache keys on the directory) and the test stays fast.
+func copyRepo(t *testing.T, root string) string {
+	t.Helper()
+	clone := filepath.Join(os.TempDir(), fmt.Sprintf("sandbox-gitops-docs-%x", sha256.Sum256([]byte(root)))[:len("sandbox-gitops-docs-")+12])
+	if err := os.RemoveAll(clone); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(clone) })
+	ls := exec.Command("git", "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+	ls.Dir = root
+	out, err := ls.Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if f == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if os.IsNotExist(err) {
+			continue // deleted in the work tree
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(clone, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(clone, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return clone
+}

@@ -1,0 +1,224 @@
+package kbuild
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+)
+
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const (
+	template = `apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata:
+  name: python
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: python
+        image: python:3.12-slim
+        envFrom:
+        - configMapRef:
+            name: settings
+`
+	pool = `apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxWarmPool
+metadata:
+  name: python
+spec:
+  replicas: %d
+  sandboxTemplateRef:
+    name: python
+`
+	others = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: sandboxes
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  LEVEL: "3"
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w
+  annotations:
+    note: kept
+`
+	renderConfig = `apiVersion: render.sandbox-gitops.dev/v1alpha1
+kind: SandboxRender
+metadata:
+  name: render
+  annotations:
+    config.kubernetes.io/function: |
+      exec:
+        path: ./not-used
+spec:
+  %s
+`
+)
+
+// tree is a kustomization with a template, a pool, a Namespace, a ConfigMap the template
+// references and an object of an unknown kind, with extra kustomization fields and render spec.
+func tree(t *testing.T, replicas int, kustomization, spec string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: sandboxes\nresources:\n- template.yaml\n- pool.yaml\n- others.yaml\n" + kustomization + "transformers:\n- render.yaml\n",
+		"template.yaml":      template,
+		"pool.yaml":          fmt.Sprintf(pool, replicas),
+		"others.yaml":        others,
+		"render.yaml":        fmt.Sprintf(renderConfig, spec),
+	})
+	return dir
+}
+
+// TestOnePassBuildIsKustomizeBuild builds trees through the one-pass render and through the
+// function run as kustomize runs it, and with the real kustomize binary when `make tools` built
+// it: the bytes must be equal, and the one-pass render must apply where it should and fall back
+// where kustomize's later steps could treat the rendered objects differently.
+func TestOnePassBuildIsKustomizeBuild(t *testing.T) {
+	self := testenv.SandboxRender(t)
+	cases := map[string]struct {
+		reason        string
+		replicas      int
+		kustomization string
+		spec          string
+		wantFallback  string
+	}{
+		"plain":         {reason: "the documented layout", replicas: 3, spec: "mode: expand"},
+		"large pool":    {reason: "enough objects to show any order difference", replicas: 120, spec: "mode: expand"},
+		"keepSources":   {reason: "only the rendered objects and other kinds", replicas: 2, spec: "keepSources: false"},
+		"validate":      {reason: "mode validate passes everything through", replicas: 2, spec: "mode: validate"},
+		"origins":       {reason: "origin annotations asked for are kept", replicas: 2, kustomization: "buildMetadata: [originAnnotations]\n", spec: "mode: expand"},
+		"labels":        {reason: "labels and annotations transformers before the render", replicas: 2, kustomization: "labels:\n- pairs: {team: a}\n  includeSelectors: false\ncommonAnnotations: {owner: a}\n", spec: "mode: expand"},
+		"legacy sort":   {reason: "custom legacy order", replicas: 2, kustomization: "sortOptions:\n  order: legacy\n  legacySortOptions:\n    orderFirst: [Pod]\n    orderLast: [Namespace]\n", spec: "mode: expand"},
+		"generator":     {reason: "a hashed generator name: kustomize fixes the rendered Pods' references to it, not the Sandbox's", replicas: 2, kustomization: "configMapGenerator:\n- name: settings\n  behavior: replace\n  literals: [A=1]\n", spec: "mode: expand", wantFallback: "configMapGenerator"},
+		"fifo":          {reason: "fifo order follows the function's output order", replicas: 2, kustomization: "sortOptions:\n  order: fifo\n", spec: "mode: expand", wantFallback: "sortOptions"},
+		"buildMetadata": {reason: "other build metadata", replicas: 2, kustomization: "buildMetadata: [transformerAnnotations]\n", spec: "mode: expand", wantFallback: "buildMetadata"},
+		"local-config":  {reason: "local-config objects are rendered, then dropped", replicas: 2, kustomization: "commonAnnotations:\n  config.kubernetes.io/local-config: \"false\"\n", spec: "mode: expand", wantFallback: "local-config"},
+	}
+	kustomize := ""
+	if _, err := os.Stat(filepath.Join(testenv.BinDir(), "kustomize")); err == nil {
+		kustomize = testenv.Tool(t, "kustomize")
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := tree(t, tc.replicas, tc.kustomization, tc.spec)
+			fast, err := Build(dir, self, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantFallback == "" && !fast.FastPath {
+				t.Errorf("%s: fell back: %s", tc.reason, fast.FallbackReason)
+			}
+			if tc.wantFallback != "" && (fast.FastPath || !strings.Contains(fast.FallbackReason, tc.wantFallback)) {
+				t.Errorf("%s: fast path %v, reason %q, want a fallback naming %q", tc.reason, fast.FastPath, fast.FallbackReason, tc.wantFallback)
+			}
+			slow, err := Build(dir, self, Options{NoFastPath: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := fast.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := slow.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s: one-pass build differs from the function run by kustomize's library (-exec +one-pass):\n%s", tc.reason, diff)
+			}
+			if kustomize == "" {
+				return
+			}
+			// The real binary runs the exec path the config names: point it at the binary.
+			writeTree(t, dir, map[string]string{"render.yaml": strings.Replace(fmt.Sprintf(renderConfig, tc.spec), "./not-used", self, 1)})
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(kustomize, "build", "--enable-alpha-plugins", "--enable-exec", dir)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("kustomize: %v\n%s", err, stderr.String())
+			}
+			if diff := cmp.Diff(stdout.String(), string(got)); diff != "" {
+				t.Errorf("%s: one-pass build differs from kustomize build (-kustomize +one-pass):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestExecPathNamesFiles: where the one-pass render does not apply, the function still names the
+// file of a finding without originAnnotations in the kustomization, and kustomize's wrapping of
+// its failure does not follow it.
+func TestExecPathNamesFiles(t *testing.T) {
+	self := testenv.SandboxRender(t)
+	dir := tree(t, 1, "", "mode: expand")
+	writeTree(t, dir, map[string]string{"pool.yaml": "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxWarmPool\nmetadata:\n  name: python\nspec:\n  replicas: 1\n  sandboxTemplateRef:\n    name: missing\n"})
+	cmd := exec.Command(self, "build", "--no-fast-path", dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
+		t.Fatalf("exit %d (%v), want 1; stderr:\n%s", code, err, stderr.String())
+	}
+	if want := "pool.yaml: error: SandboxWarmPool sandboxes/python: spec.sandboxTemplateRef.name: Not found"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "couldn't execute function") {
+		t.Errorf("kustomize's noise follows the finding:\n%s", stderr.String())
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("a failed build wrote output:\n%s", stdout.String())
+	}
+}
+
+// TestKustomizeWithoutEnableExec pins what docs/gitops.md warns about: kustomize without
+// --enable-exec skips exec functions silently and emits the custom resources with nothing
+// rendered. sandbox-render build of the same tree renders them.
+func TestKustomizeWithoutEnableExec(t *testing.T) {
+	kustomize := testenv.Tool(t, "kustomize")
+	self := testenv.SandboxRender(t)
+	dir := tree(t, 1, "", "mode: expand")
+	writeTree(t, dir, map[string]string{"render.yaml": strings.Replace(fmt.Sprintf(renderConfig, "mode: expand"), "./not-used", self, 1)})
+	out, err := exec.Command(kustomize, "build", "--enable-alpha-plugins", dir).Output()
+	if err != nil {
+		t.Fatalf("kustomize without --enable-exec failed (%v): update docs/gitops.md, it now says so", err)
+	}
+	if bytes.Contains(out, []byte("kind: Pod")) || !bytes.Contains(out, []byte("kind: SandboxWarmPool")) {
+		t.Errorf("kustomize without --enable-exec now renders (or drops the pool): update docs/gitops.md:\n%s", out)
+	}
+	res, err := Build(dir, self, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := res.YAML()
+	if !bytes.Contains(b, []byte("kind: Pod")) {
+		t.Errorf("sandbox-render build rendered nothing:\n%s", b)
+	}
+}
