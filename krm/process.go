@@ -1,11 +1,9 @@
 package krm
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -91,7 +89,7 @@ func process(rl *framework.ResourceList) ([]item, error) {
 	byObj := make(map[*unstructured.Unstructured]*kyaml.RNode, len(nodes))
 	for i, n := range nodes {
 		if errs[i] != nil {
-			rl.Results = append(rl.Results, &framework.Result{Message: fmt.Sprintf("item %d: %v", i, errs[i]), Severity: framework.Error, File: fileOf(n)})
+			rl.Results = append(rl.Results, itemResult(i, len(rl.Items), n, errs[i]))
 			return unchanged(rl.Items), nil
 		}
 		byObj[objs[i]] = n
@@ -121,16 +119,11 @@ func process(rl *framework.ResourceList) ([]item, error) {
 	return out, nil
 }
 
+// toUnstructured reads an item with the one reader (manifest.NodeObject): YAML 1.2, duplicate
+// keys an error, linear in the item's size. kyaml's RNode.Map goes through yaml.v3's decoder,
+// whose duplicate-key check is quadratic (53 s for a ConfigMap with 100,000 keys).
 func toUnstructured(n *kyaml.RNode) (*unstructured.Unstructured, error) {
-	m, err := n.Map()
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: jsonTypes(m).(map[string]any)}
-	if u.GetAPIVersion() == "" || u.GetKind() == "" {
-		return nil, errors.New("every item needs apiVersion and kind")
-	}
-	return u, nil
+	return manifest.NodeObject(n.YNode())
 }
 
 // Results turns a render error into KRM results: one per field error of each invalid object,
@@ -191,17 +184,33 @@ func find(objs []*unstructured.Unstructured, ie *render.InvalidError) *unstructu
 	return nil
 }
 
+// itemResult reports an item that is not an object. Items after the list's own are the
+// functionConfig's spec.resources.
+func itemResult(i, listed int, n *kyaml.RNode, err error) *framework.Result {
+	where := fmt.Sprintf("items[%d]", i)
+	if i >= listed {
+		where = fmt.Sprintf("functionConfig spec.resources[%d]", i-listed)
+	}
+	return &framework.Result{Message: where + ": " + err.Error(), Severity: framework.Error,
+		Field: &framework.Field{Path: where}, File: fileOf(n)}
+}
+
 // fileOf is the file an item came from: kyaml's path and index annotations, or kustomize's origin
-// annotation (buildMetadata: [originAnnotations]).
+// annotation (buildMetadata: [originAnnotations]). It reads the node defensively: it runs on
+// items that may not be objects at all (kyaml's own accessors panic on metadata: [a]).
 func fileOf(n *kyaml.RNode) *framework.File {
 	if n == nil {
 		return nil
 	}
-	path, index, _ := kioutil.GetFileAnnotations(n)
+	ann := annotations(n.YNode())
+	path, index := ann[kioutil.PathAnnotation], ann[kioutil.IndexAnnotation]
+	if path == "" {
+		path, index = ann[kioutil.LegacyPathAnnotation], ann[kioutil.LegacyIndexAnnotation]
+	}
 	if path == "" {
 		// kustomize's index annotation counts items of the whole list, not documents of the file.
 		index = ""
-		origin := n.GetAnnotations()[originAnnotation]
+		origin := ann[originAnnotation]
 		if origin == "" {
 			return nil
 		}
@@ -215,6 +224,36 @@ func fileOf(n *kyaml.RNode) *framework.File {
 	}
 	i, _ := strconv.Atoi(index)
 	return &framework.File{Path: path, Index: i}
+}
+
+// annotations are an item's string annotations, read without assuming the item is well formed.
+func annotations(n *kyaml.Node) map[string]string {
+	out := map[string]string{}
+	md := child(n, "metadata")
+	ann := child(md, "annotations")
+	if ann == nil || ann.Kind != kyaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(ann.Content); i += 2 {
+		k, v := ann.Content[i], ann.Content[i+1]
+		if k.Kind == kyaml.ScalarNode && v.Kind == kyaml.ScalarNode {
+			out[k.Value] = v.Value
+		}
+	}
+	return out
+}
+
+// child is the value of key in a mapping node, or nil.
+func child(n *kyaml.Node, key string) *kyaml.Node {
+	if n == nil || n.Kind != kyaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == kyaml.ScalarNode && k.Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // Format writes results for people: one line each, led by the file and document index when
@@ -232,39 +271,4 @@ func Format(results framework.Results) string {
 		fmt.Fprintf(&b, "%s: %s\n", r.Severity, r.Message)
 	}
 	return b.String()
-}
-
-// jsonTypes turns YAML-decoded values into the types of decoded JSON that unstructured objects
-// hold: integers as int64, maps keyed by string.
-func jsonTypes(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = jsonTypes(e)
-		}
-		return t
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[fmt.Sprint(k)] = jsonTypes(e)
-		}
-		return m
-	case []any:
-		for i, e := range t {
-			t[i] = jsonTypes(e)
-		}
-		return t
-	case int:
-		return int64(t)
-	case int32:
-		return int64(t)
-	case uint64:
-		return int64(t)
-	case float32:
-		return float64(t)
-	case time.Time:
-		return t.UTC().Format(time.RFC3339Nano)
-	default:
-		return v
-	}
 }

@@ -6,50 +6,12 @@ package manifest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
-
-// Parse splits a multi-document YAML (or JSON) stream into objects. Empty documents are
-// skipped; a List is flattened into its items. name is used in error messages only.
-func Parse(name string, data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for i := 0; ; i++ {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("%s: document %d: every object needs apiVersion and kind", name, i+1)
-		}
-		if u.IsList() {
-			err := u.EachListItem(func(o runtime.Object) error {
-				out = append(out, o.(*unstructured.Unstructured))
-				return nil
-			})
-			if err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
-			}
-			continue
-		}
-		out = append(out, u)
-	}
-}
 
 // Encode writes objects as one YAML stream, each document separated by "---". Keys are sorted
 // (sigs.k8s.io/yaml), so the bytes depend only on the objects and their order.

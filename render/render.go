@@ -101,9 +101,18 @@ func (r *renderer) template(t *extv1beta1.SandboxTemplate) {
 }
 
 func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.SandboxTemplate) {
+	// The limit is checked first: nothing is allocated for a pool of 2^31-1 members.
+	var errs field.ErrorList
+	if n, limit := Replicas(p), r.opts.maxPoolReplicas(); n > limit {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "replicas"), n,
+			fmt.Sprintf("more than %d members in one pool; split the pool, or raise the limit (SandboxRender spec.maxPoolReplicas)", limit)))
+	}
 	t := findByName(templates, p.Namespace, p.Spec.TemplateRef.Name)
 	if t == nil {
-		r.invalid(extv1beta1.SandboxWarmPoolKind, p, field.NotFound(field.NewPath("spec", "sandboxTemplateRef", "name"), p.Spec.TemplateRef.Name))
+		errs = append(errs, field.NotFound(field.NewPath("spec", "sandboxTemplateRef", "name"), p.Spec.TemplateRef.Name))
+	}
+	if len(errs) > 0 {
+		r.invalid(extv1beta1.SandboxWarmPoolKind, p, errs...)
 		return
 	}
 	hashes, err := TemplateHashes(t)
