@@ -157,6 +157,7 @@ func Results(err error, objs []*unstructured.Unstructured, fileOf func(*unstruct
 			ref.APIVersion = src.GetAPIVersion()
 			file = fileOf(src)
 		}
+		file, tags := placed(file)
 		for _, fe := range ie.Errs {
 			r := &framework.Result{
 				Message:     ie.Object() + ": " + fe.Error(),
@@ -164,6 +165,7 @@ func Results(err error, objs []*unstructured.Unstructured, fileOf func(*unstruct
 				ResourceRef: ref,
 				Field:       &framework.Field{Path: fe.Field},
 				File:        file,
+				Tags:        tags,
 			}
 			if fe.BadValue != nil && fe.Type != field.ErrorTypeRequired && fe.Type != field.ErrorTypeForbidden {
 				r.Field.CurrentValue = fe.BadValue
@@ -191,8 +193,24 @@ func itemResult(i, listed int, n *kyaml.RNode, err error) *framework.Result {
 	if i >= listed {
 		where = fmt.Sprintf("functionConfig spec.resources[%d]", i-listed)
 	}
+	file, tags := placed(fileOf(n))
 	return &framework.Result{Message: where + ": " + err.Error(), Severity: framework.Error,
-		Field: &framework.Field{Path: where}, File: fileOf(n)}
+		Field: &framework.Field{Path: where}, File: file, Tags: tags}
+}
+
+// indexUnknown is the File.Index of a file known by name only (kustomize's origin annotation).
+const indexUnknown = -1
+
+// placed turns a file into what a result carries: the KRM 0-based index, and the 1-based
+// document number as a tag when it is known.
+func placed(f *framework.File) (*framework.File, map[string]string) {
+	if f == nil {
+		return nil, nil
+	}
+	if f.Index == indexUnknown {
+		return &framework.File{Path: f.Path}, nil
+	}
+	return f, FileTags(f.Index+1, 0)
 }
 
 // fileOf is the file an item came from: kyaml's path and index annotations, or kustomize's origin
@@ -209,7 +227,7 @@ func fileOf(n *kyaml.RNode) *framework.File {
 	}
 	if path == "" {
 		// kustomize's index annotation counts items of the whole list, not documents of the file.
-		index = ""
+		index = strconv.Itoa(indexUnknown)
 		origin := ann[originAnnotation]
 		if origin == "" {
 			return nil
@@ -256,17 +274,37 @@ func child(n *kyaml.Node, key string) *kyaml.Node {
 	return nil
 }
 
-// Format writes results for people: one line each, led by the file and document index when
-// known.
+// Tags a result carries to place it in its file for people: the 1-based document number and
+// line, when known. framework.File's index is 0-based and cannot say "unknown" (kustomize's origin
+// annotation names a file but no document).
+const (
+	TagDocument = "sandbox-gitops.dev/document"
+	TagLine     = "sandbox-gitops.dev/line"
+)
+
+// FileTags are the tags placing a finding at a 1-based document (and line, when > 0).
+func FileTags(document, line int) map[string]string {
+	t := map[string]string{TagDocument: strconv.Itoa(document)}
+	if line > 0 {
+		t[TagLine] = strconv.Itoa(line)
+	}
+	return t
+}
+
+// Format writes results for people: one line each, led by the file, the 1-based document number
+// and the line when known.
 func Format(results framework.Results) string {
 	var b strings.Builder
 	for _, r := range results {
-		switch {
-		case r.File == nil || r.File.Path == "":
-		case r.File.Index > 0:
-			fmt.Fprintf(&b, "%s[%d]: ", r.File.Path, r.File.Index)
-		default:
-			fmt.Fprintf(&b, "%s: ", r.File.Path)
+		if r.File != nil && r.File.Path != "" {
+			b.WriteString(r.File.Path)
+			if d := r.Tags[TagDocument]; d != "" {
+				b.WriteString(": document " + d)
+				if l := r.Tags[TagLine]; l != "" {
+					b.WriteString(" (line " + l + ")")
+				}
+			}
+			b.WriteString(": ")
 		}
 		fmt.Fprintf(&b, "%s: %s\n", r.Severity, r.Message)
 	}

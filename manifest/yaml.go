@@ -16,16 +16,29 @@ import (
 // Encode writes objects as one YAML stream, each document separated by "---". Keys are sorted
 // (sigs.k8s.io/yaml), so the bytes depend only on the objects and their order.
 func Encode(objs []*unstructured.Unstructured) ([]byte, error) {
+	return EncodeKeeping(objs, nil)
+}
+
+// EncodeKeeping is Encode, except that an object found in sources is written as its text there:
+// the document as it was read (Document.Text), so objects a render passes through come out byte
+// for byte, comments, quoting and key order included.
+func EncodeKeeping(objs []*unstructured.Unstructured, sources map[*unstructured.Unstructured][]byte) ([]byte, error) {
 	var buf bytes.Buffer
 	for i, o := range objs {
-		b, err := yaml.Marshal(o.Object)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+		b, kept := sources[o]
+		if !kept {
+			var err error
+			if b, err = yaml.Marshal(o.Object); err != nil {
+				return nil, fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+			}
 		}
 		if i > 0 {
 			buf.WriteString("---\n")
 		}
 		buf.Write(b)
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			buf.WriteByte('\n')
+		}
 	}
 	return buf.Bytes(), nil
 }

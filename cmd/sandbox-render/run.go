@@ -222,7 +222,7 @@ nothing is written unless the whole input renders.` + exitCodesHelp,
 				}
 				out = kept
 			}
-			b, err := manifest.Encode(out)
+			b, err := manifest.EncodeKeeping(out, in.text)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -307,6 +307,9 @@ type inputs struct {
 	objs   []*unstructured.Unstructured
 	files  map[*unstructured.Unstructured]*framework.File
 	source map[*unstructured.Unstructured]bool
+	// text is each input object's document as written, so objects passed through are written
+	// out byte for byte.
+	text map[*unstructured.Unstructured][]byte
 }
 
 // findings reports a render error on stderr and returns the findings exit code.
@@ -318,17 +321,21 @@ func (in *inputs) findings(err error, stderr io.Writer) error {
 
 // readInputs reads every named source; with none, the bundled example.
 func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, error) {
-	in := &inputs{files: map[*unstructured.Unstructured]*framework.File{}, source: map[*unstructured.Unstructured]bool{}}
+	in := &inputs{files: map[*unstructured.Unstructured]*framework.File{}, source: map[*unstructured.Unstructured]bool{},
+		text: map[*unstructured.Unstructured][]byte{}}
 	add := func(name string, data []byte) error {
-		objs, err := manifest.Parse(name, data)
+		docs, err := manifest.Read(name, data)
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		for i, o := range objs {
-			in.files[o] = &framework.File{Path: name, Index: i}
-			in.source[o] = true
+		for _, d := range docs {
+			in.files[d.Object] = &framework.File{Path: name, Index: d.Index - 1}
+			in.source[d.Object] = true
+			if d.Text != nil {
+				in.text[d.Object] = d.Text
+			}
+			in.objs = append(in.objs, d.Object)
 		}
-		in.objs = append(in.objs, objs...)
 		return nil
 	}
 	if len(args) == 0 {
