@@ -146,12 +146,12 @@ func admitObject(all map[schema.GroupVersionKind]*versionSchema, o *unstructured
 	if !ok {
 		return invalid(field.NotSupported(field.NewPath("apiVersion"), o.GetAPIVersion(), knownVersions(all, gvk)))
 	}
-	if o.GetName() == "" {
-		return invalid(field.Required(field.NewPath("metadata", "name"), ""))
-	}
+	// Metadata first, as the API server validates ObjectMeta apart from the CRD schema; every
+	// problem of the object is reported together.
+	metaErrs, meta := validateMetadata(o.Object)
 	obj := runtime.DeepCopyJSON(o.Object)
-	if errs := vs.admit(obj); len(errs) > 0 {
-		return invalid(errs...)
+	if errs := vs.admit(obj); len(errs) > 0 || meta == nil {
+		return invalid(append(metaErrs, errs...)...)
 	}
 	k := kinds[gvk]
 	target := k.newObject()
@@ -177,9 +177,16 @@ func admitObject(all map[schema.GroupVersionKind]*versionSchema, o *unstructured
 	if sb, ok := target.(*agentsv1beta1.Sandbox); ok {
 		// What the schema cannot say (name rules of the children) is checked here too, so one run
 		// reports every problem of every object.
-		if errs := render.ValidateSandbox(sb); len(errs) > 0 {
-			return invalid(errs...)
+		for _, e := range render.ValidateSandbox(sb) {
+			// ObjectMeta validation has said it already: the Pod name rule is the same.
+			if e.Field == "metadata.name" && strings.HasPrefix(e.Detail, "the Sandbox name is also the Pod name") && hasField(metaErrs, e.Field) {
+				continue
+			}
+			metaErrs = append(metaErrs, e)
 		}
+	}
+	if len(metaErrs) > 0 {
+		return invalid(metaErrs...)
 	}
 	return target, nil
 }
@@ -205,4 +212,13 @@ func knownVersions(all map[schema.GroupVersionKind]*versionSchema, gvk schema.Gr
 	}
 	sort.Strings(out)
 	return out
+}
+
+func hasField(errs field.ErrorList, path string) bool {
+	for _, e := range errs {
+		if e.Field == path {
+			return true
+		}
+	}
+	return false
 }
