@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	goyaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -279,9 +278,9 @@ func encodeAll(items []item) ([][]byte, error) {
 			texts[i] = []byte(s)
 			return
 		}
-		// Straight to YAML: sigs.k8s.io/yaml would go through JSON and parse it again. The
-		// encoder quotes strings that would read back as numbers (hash labels such as 58130e46).
-		texts[i], errs[i] = goyaml.Marshal(it.obj.Object)
+		// Straight to YAML with the encoder of the one reader: it quotes strings that would read
+		// back as anything else (hash labels such as 58130e46, 0o17, yes).
+		texts[i], errs[i] = manifest.EncodeObject(it.obj.Object)
 	})
 	return texts, errors.Join(errs...)
 }

@@ -10,11 +10,11 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // Encode writes objects as one YAML stream, each document separated by "---". Keys are sorted
-// (sigs.k8s.io/yaml), so the bytes depend only on the objects and their order.
+// (EncodeObject), so the bytes depend only on the objects and their order.
 func Encode(objs []*unstructured.Unstructured) ([]byte, error) {
 	return EncodeKeeping(objs, nil)
 }
@@ -28,7 +28,7 @@ func EncodeKeeping(objs []*unstructured.Unstructured, sources map[*unstructured.
 		b, kept := sources[o]
 		if !kept {
 			var err error
-			if b, err = yaml.Marshal(o.Object); err != nil {
+			if b, err = EncodeObject(o.Object); err != nil {
 				return nil, fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
 			}
 		}
@@ -39,6 +39,22 @@ func EncodeKeeping(objs []*unstructured.Unstructured, sources map[*unstructured.
 		if len(b) > 0 && b[len(b)-1] != '\n' {
 			buf.WriteByte('\n')
 		}
+	}
+	return buf.Bytes(), nil
+}
+
+// EncodeObject writes one object as YAML that the one reader (YAML 1.2) and YAML 1.1 readers
+// both read back as the same object: keys sorted, strings quoted when they would read as
+// anything else under either (58130e46, 0o17, yes). sigs.k8s.io/yaml's YAML 1.1 encoder left
+// 0o17 and 0b1 style strings plain, which YAML 1.2 reads as numbers.
+func EncodeObject(obj map[string]any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := kyaml.NewEncoder(&buf)
+	if err := enc.Encode(obj); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }
