@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build test unit envtest tools manifests golden bench lint example help
+.PHONY: all build test unit envtest tools manifests golden bench fuzz lint example help
 
 all: lint build test ## Lint, build and test.
 
@@ -34,6 +34,18 @@ golden: ## Rewrite the golden files from the current render (review the diff lik
 bench: ## Run the benchmarks (figures go into the README).
 	go test -run '^$$' -bench . -benchmem -cpu 1 ./render/...
 	go test -run '^$$' -bench . -benchtime 3x ./cmd/sandbox-render/
+
+# Each fuzz target as package:Target; their seed corpora (every repro of a crash or a wrong
+# accept, and the golden inputs) run in every `make test`.
+FUZZ_TARGETS := ./manifest:FuzzRead ./manifest:FuzzDecode ./bundle:FuzzExpand ./krm:FuzzRun
+FUZZTIME ?= 10m
+FUZZPARALLEL ?= 1
+
+fuzz: ## Fuzz each target for FUZZTIME (default 10m) with FUZZPARALLEL workers (default 1).
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$fn in $$pkg for $(FUZZTIME)"; \
+		go test $$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) || exit 1; \
+	done
 
 lint: ## gofmt and go vet; fails on any finding.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needs to run on:"; echo "$$out"; exit 1; fi
