@@ -45,7 +45,7 @@ func validateMetadata(obj map[string]any) (field.ErrorList, *metav1.ObjectMeta) 
 	if !ok {
 		return field.ErrorList{field.Invalid(md, describeValue(raw), "must be a mapping (name, namespace, labels, ...)")}, nil
 	}
-	var errs field.ErrorList
+	var errs, unknown field.ErrorList
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -54,7 +54,7 @@ func validateMetadata(obj map[string]any) (field.ErrorList, *metav1.ObjectMeta) 
 	for _, k := range keys {
 		p := md.Child(k)
 		if !objectMetaFields[k] {
-			errs = append(errs, field.Forbidden(p, "unknown field: it is not in the object metadata (check its spelling and indentation)"))
+			unknown = append(unknown, field.Forbidden(p, "unknown field: it is not in the object metadata (check its spelling and indentation)"))
 			continue
 		}
 		switch k {
@@ -77,14 +77,14 @@ func validateMetadata(obj map[string]any) (field.ErrorList, *metav1.ObjectMeta) 
 		}
 	}
 	if len(errs) > 0 {
-		return errs, nil
+		return append(unknown, errs...), nil
 	}
 	meta := &metav1.ObjectMeta{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, meta); err != nil {
-		return field.ErrorList{field.Invalid(md, "", "cannot be read as object metadata; check the types of ownerReferences, generation and the timestamps")}, nil
+		return append(unknown, field.Invalid(md, "", "cannot be read as object metadata; check the types of ownerReferences, generation and the timestamps")), nil
 	}
 	errs = apivalidation.ValidateObjectMeta(meta, meta.Namespace != "", apivalidation.NameIsDNSSubdomain, md)
-	return render.SortErrors(errs), meta
+	return append(unknown, render.SortErrors(errs)...), meta
 }
 
 func stringMap(v any, p *field.Path) field.ErrorList {

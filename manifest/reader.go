@@ -224,11 +224,14 @@ func Read(name string, data []byte) ([]Document, error) {
 		}
 		for i, it := range items {
 			m, ok := it.(map[string]any)
-			item := &unstructured.Unstructured{Object: m}
-			if !ok || item.GetAPIVersion() == "" || item.GetKind() == "" {
+			if !ok {
 				return nil, fmt.Errorf("%s: document %d (line %d): items[%d] of the %s: every item must be an object with apiVersion and kind",
 					name, n.Index, n.Line, i, u.GetKind())
 			}
+			if msg := checkObject(m); msg != "" {
+				return nil, fmt.Errorf("%s: document %d (line %d): items[%d] of the %s: %s", name, n.Index, n.Line, i, u.GetKind(), msg)
+			}
+			item := &unstructured.Unstructured{Object: m}
 			out = append(out, Document{Object: item, Index: n.Index, Line: n.Line})
 		}
 	}
@@ -262,20 +265,28 @@ func NodeObject(n *kyaml.Node) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{Object: v.(map[string]any)}
+	if msg := checkObject(u.Object); msg != "" {
+		return nil, fmt.Errorf("line %d: %s", n.Line, msg)
+	}
+	return u, nil
+}
+
+// checkObject says what makes a value not a Kubernetes object, or "".
+func checkObject(obj map[string]any) string {
 	for _, k := range []string{"apiVersion", "kind"} {
-		s, isString := u.Object[k].(string)
+		s, isString := obj[k].(string)
 		if !isString || s == "" {
-			return nil, fmt.Errorf("line %d: every object needs apiVersion and kind (strings); %s is %s", n.Line, k, describeValue(u.Object[k]))
+			return fmt.Sprintf("every object needs apiVersion and kind (strings); %s is %s", k, describeValue(obj[k]))
 		}
 	}
 	// Every Kubernetes object's metadata is an ObjectMeta; anything else would be refused by any
 	// API server (and trips up tools that read annotations).
-	if md, present := u.Object["metadata"]; present && md != nil {
+	if md, present := obj["metadata"]; present && md != nil {
 		if _, isMap := md.(map[string]any); !isMap {
-			return nil, fmt.Errorf("line %d: metadata must be a mapping (name, namespace, labels, ...), not %s", n.Line, describeValue(md))
+			return fmt.Sprintf("metadata must be a mapping (name, namespace, labels, ...), not %s", describeValue(md))
 		}
 	}
-	return u, nil
+	return ""
 }
 
 // NodeValue converts a YAML node into the JSON-typed value unstructured objects hold (string,

@@ -132,8 +132,15 @@ func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.S
 }
 
 func (r *renderer) claim(c *extv1beta1.SandboxClaim, in *Input) {
-	sb, cerr := ClaimSandbox(c, ResolveClaim(c, in.Pools, in.Templates), r.opts)
+	cp := ResolveClaim(c, in.Pools, in.Templates)
+	sb, cerr := ClaimSandbox(c, cp, r.opts)
 	if cerr != nil {
+		// A missing template is reported once, on the object that names it: when that is a pool
+		// of the input, the pool reports it, and its claims do not repeat it (the render fails
+		// either way).
+		if cerr.Reason == ReasonTemplateNotFound && cp.Pool != nil && findByName(in.Pools, cp.Pool.Namespace, cp.Pool.Name) != nil {
+			return
+		}
 		r.invalid(extv1beta1.SandboxClaimKind, c, cerr.FieldError())
 		return
 	}
