@@ -62,6 +62,24 @@ func validateMetadata(obj map[string]any) (field.ErrorList, *metav1.ObjectMeta) 
 			if _, ok := m[k].(string); !ok && m[k] != nil {
 				errs = append(errs, field.Invalid(p, m[k], "must be a string"))
 			}
+		case "creationTimestamp", "deletionTimestamp":
+			if _, ok := m[k].(string); !ok && m[k] != nil {
+				errs = append(errs, field.Invalid(p, shown(m[k]), "must be an RFC 3339 date and time, such as 2026-01-02T15:04:05Z"))
+			}
+		case "generation", "deletionGracePeriodSeconds":
+			if _, ok := m[k].(int64); !ok && m[k] != nil {
+				errs = append(errs, field.Invalid(p, shown(m[k]), "must be an integer"))
+			}
+		case "ownerReferences", "managedFields":
+			l, ok := m[k].([]any)
+			if !ok && m[k] != nil {
+				errs = append(errs, field.Invalid(p, shown(m[k]), "must be a list of objects"))
+			}
+			for i, e := range l {
+				if _, ok := e.(map[string]any); !ok {
+					errs = append(errs, field.Invalid(p.Index(i), shown(e), "must be an object"))
+				}
+			}
 		case "labels", "annotations":
 			errs = append(errs, stringMap(m[k], p)...)
 		case "finalizers":
@@ -71,7 +89,7 @@ func validateMetadata(obj map[string]any) (field.ErrorList, *metav1.ObjectMeta) 
 			}
 			for i, e := range l {
 				if _, ok := e.(string); !ok {
-					errs = append(errs, field.Invalid(p.Index(i), e, "must be a string"))
+					errs = append(errs, field.Invalid(p.Index(i), shown(e), "must be a string"))
 				}
 			}
 		}
@@ -93,7 +111,7 @@ func stringMap(v any, p *field.Path) field.ErrorList {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return field.ErrorList{field.Invalid(p, v, "must be a mapping of strings to strings")}
+		return field.ErrorList{field.Invalid(p, shown(v), "must be a mapping of strings to strings")}
 	}
 	var errs field.ErrorList
 	keys := make([]string, 0, len(m))
@@ -102,9 +120,25 @@ func stringMap(v any, p *field.Path) field.ErrorList {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if _, ok := m[k].(string); !ok {
-			errs = append(errs, field.Invalid(p.Key(k), m[k], fmt.Sprintf("must be a string; quote it: %q", fmt.Sprint(m[k]))))
+		switch v := m[k].(type) {
+		case string:
+		case nil:
+			errs = append(errs, field.Invalid(p.Key(k), v, `must be a string; write "" for an empty value`))
+		case bool, int64, float64:
+			errs = append(errs, field.Invalid(p.Key(k), v, fmt.Sprintf("must be a string; quote it: %q", fmt.Sprint(v))))
+		default:
+			errs = append(errs, field.Invalid(p.Key(k), shown(v), "must be a string"))
 		}
 	}
 	return errs
+}
+
+// shown is a value as a message shows it: scalars as they are, lists and mappings by what they
+// are (never Go's rendering of a map).
+func shown(v any) any {
+	switch v.(type) {
+	case map[string]any, []any:
+		return describeValue(v)
+	}
+	return v
 }
