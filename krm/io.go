@@ -81,22 +81,24 @@ func readResourceList(data []byte) (*framework.ResourceList, *kyaml.Node, *frame
 	if root.Kind != kyaml.MappingNode {
 		return nil, nil, bad("line %d: the input must be a ResourceList object, not %s", root.Line, nodeKind(root))
 	}
+	// Not a ResourceList at all (another kind, duplicate keys): the answer is a ResourceList of
+	// its own, holding only the result. A ResourceList malformed inside comes back unchanged.
+	if kind := child(root, "kind"); kind == nil || kind.Kind != kyaml.ScalarNode || kind.Value != "ResourceList" {
+		return nil, nil, bad("line %d: kind must be ResourceList", root.Line)
+	}
+	if v := child(root, "apiVersion"); v == nil || v.Kind != kyaml.ScalarNode || !slices.Contains(resourceListVersions, v.Value) {
+		return nil, nil, bad("line %d: apiVersion must be one of %s", root.Line, strings.Join(resourceListVersions, ", "))
+	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k := root.Content[i]
 		if k.Kind != kyaml.ScalarNode {
-			return nil, root, bad("line %d: a key must be a plain value", k.Line)
+			return nil, nil, bad("line %d: a key must be a plain value", k.Line)
 		}
 		if first, dup := seen[k.Value]; dup {
-			return nil, root, bad("line %d: key %q already defined at line %d", k.Line, k.Value, first)
+			return nil, nil, bad("line %d: key %q already defined at line %d", k.Line, k.Value, first)
 		}
 		seen[k.Value] = k.Line
-	}
-	if kind := child(root, "kind"); kind == nil || kind.Kind != kyaml.ScalarNode || kind.Value != "ResourceList" {
-		return nil, root, bad("kind must be ResourceList")
-	}
-	if v := child(root, "apiVersion"); v == nil || v.Kind != kyaml.ScalarNode || !slices.Contains(resourceListVersions, v.Value) {
-		return nil, root, bad("apiVersion must be one of %s", strings.Join(resourceListVersions, ", "))
 	}
 	rl := &framework.ResourceList{}
 	if items := child(root, "items"); items != nil && !isNullNode(items) {

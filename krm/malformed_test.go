@@ -67,13 +67,13 @@ func TestMalformedResourceList(t *testing.T) {
 			reason:    "a plain object is not a ResourceList",
 			in:        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
 			want:      "kind must be ResourceList",
-			unchanged: true,
+			unchanged: false,
 		},
 		"DuplicateTopLevelKey": {
 			reason:    "two items keys: which one is meant?",
 			in:        rlHead + "items: []\nitems: []\n",
 			want:      `key "items" already defined at line 3`,
-			unchanged: true,
+			unchanged: false,
 		},
 		"SyntaxError": {
 			reason: "a syntax error is a result with the line",

@@ -21,6 +21,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/validate"
 
 	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 // versionSchema is one served-or-not version of one of our CRDs, prepared the way the API
@@ -90,7 +91,9 @@ func (vs *versionSchema) admit(obj map[string]any) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath(p), "unknown field: it is not in the schema (check its spelling and indentation)"))
 	}
 	defaulting.Default(obj, vs.structural)
-	errs = append(errs, readable(vs.validate(obj), obj)...)
+	// kube-openapi reports errors in map order (metadata before or after spec); sorted, the same
+	// input always reports the same errors in the same order.
+	errs = append(errs, render.SortErrors(readable(vs.validate(obj), obj))...)
 	return errs
 }
 
