@@ -130,6 +130,12 @@ func toUnstructured(n *kyaml.RNode) (*unstructured.Unstructured, error) {
 // naming the object, the field path and, when fileOf knows it, the file; other errors as plain
 // results.
 func Results(err error, objs []*unstructured.Unstructured, fileOf func(*unstructured.Unstructured) *framework.File) framework.Results {
+	return ResultsAt(err, objs, func(u *unstructured.Unstructured) (*framework.File, int) { return fileOf(u), 0 })
+}
+
+// ResultsAt is Results for a caller that also knows the line each object starts on (the CLI,
+// which read the files): findings then name the file, the document and the line.
+func ResultsAt(err error, objs []*unstructured.Unstructured, locate func(*unstructured.Unstructured) (*framework.File, int)) framework.Results {
 	var out framework.Results
 	var walk func(error)
 	walk = func(err error) {
@@ -153,11 +159,15 @@ func Results(err error, objs []*unstructured.Unstructured, fileOf func(*unstruct
 			NameMeta: kyaml.NameMeta{Name: ie.Name, Namespace: ie.Namespace},
 		}
 		var file *framework.File
+		line := 0
 		if src != nil {
 			ref.APIVersion = src.GetAPIVersion()
-			file = fileOf(src)
+			file, line = locate(src)
 		}
 		file, tags := placed(file)
+		if tags != nil && line > 0 {
+			tags[TagLine] = strconv.Itoa(line)
+		}
 		for _, fe := range ie.Errs {
 			r := &framework.Result{
 				Message:     ie.Object() + ": " + fe.Error(),

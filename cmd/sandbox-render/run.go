@@ -310,11 +310,13 @@ type inputs struct {
 	// text is each input object's document as written, so objects passed through are written
 	// out byte for byte.
 	text map[*unstructured.Unstructured][]byte
+	// lines are where each input object starts, for findings.
+	lines map[*unstructured.Unstructured]int
 }
 
 // findings reports a render error on stderr and returns the findings exit code.
 func (in *inputs) findings(err error, stderr io.Writer) error {
-	results := krm.Results(err, in.objs, func(u *unstructured.Unstructured) *framework.File { return in.files[u] })
+	results := krm.ResultsAt(err, in.objs, func(u *unstructured.Unstructured) (*framework.File, int) { return in.files[u], in.lines[u] })
 	fmt.Fprint(stderr, krm.Format(results))
 	return &exitError{exitFindings, fmt.Errorf("the input cannot be rendered: %d problem(s)", len(results))}
 }
@@ -322,7 +324,7 @@ func (in *inputs) findings(err error, stderr io.Writer) error {
 // readInputs reads every named source; with none, the bundled example.
 func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, error) {
 	in := &inputs{files: map[*unstructured.Unstructured]*framework.File{}, source: map[*unstructured.Unstructured]bool{},
-		text: map[*unstructured.Unstructured][]byte{}}
+		text: map[*unstructured.Unstructured][]byte{}, lines: map[*unstructured.Unstructured]int{}}
 	add := func(name string, data []byte) error {
 		docs, err := manifest.Read(name, data)
 		if err != nil {
@@ -331,6 +333,7 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 		for _, d := range docs {
 			in.files[d.Object] = &framework.File{Path: name, Index: d.Index - 1}
 			in.source[d.Object] = true
+			in.lines[d.Object] = d.Line
 			if d.Text != nil {
 				in.text[d.Object] = d.Text
 			}

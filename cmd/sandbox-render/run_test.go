@@ -53,7 +53,7 @@ func TestRunExitCodes(t *testing.T) {
 		"unknown command":   {args: []string{"rendr"}, wantCode: exitUsage, wantStderr: "unknown command"},
 		"no command":        {args: nil, stdin: "kind: Sandbox\n", wantCode: exitUsage, wantStderr: "not a KRM ResourceList"},
 		"missing file":      {args: []string{"render", filepath.Join(dir, "absent.yaml")}, wantCode: exitUsage, wantStderr: "no such file"},
-		"invalid object":    {args: []string{"render", bad}, wantCode: exitFindings, wantStderr: bad + ": document 1: error: Sandbox x: spec.podTemplate: Required value"},
+		"invalid object":    {args: []string{"render", bad}, wantCode: exitFindings, wantStderr: bad + ": document 1 (line 1): error: Sandbox x: spec.podTemplate: Required value"},
 		"validate invalid":  {args: []string{"validate", bad}, wantCode: exitFindings, wantStderr: "spec.podTemplate: Required value"},
 		"validate clean":    {args: []string{"validate", "-"}, stdin: string(example), wantCode: exitOK, wantStderr: "1 objects checked: no problems"},
 		"empty directory":   {args: []string{"render", t.TempDir()}, wantCode: exitUsage, wantStderr: "no *.yaml"},
