@@ -206,6 +206,7 @@ func sourceTexts(data []byte, items []*kyaml.RNode) map[*kyaml.RNode][]byte {
 			continue
 		}
 		indent := y.Column - 1 // the item's keys start here; "- " sits just before
+		start = headComments(lines, start, indent)
 		first := lines[start]
 		if len(first) < indent || string(first[indent-2:indent]) != "- " {
 			end = start
@@ -232,6 +233,25 @@ func sourceTexts(data []byte, items []*kyaml.RNode) map[*kyaml.RNode][]byte {
 		end = start
 	}
 	return out
+}
+
+// headComments moves an item's start up over the comments written before its first key, when
+// they begin on its "- " line ("- # note" then the keys), so they pass through too.
+func headComments(lines [][]byte, start, indent int) int {
+	j := start - 1
+	for j >= 0 && len(lines[j]) > indent && len(bytes.TrimLeft(lines[j][:indent], " ")) == 0 && lines[j][indent] == '#' {
+		j--
+	}
+	if j >= 0 && isDashComment(lines[j], indent) {
+		return j
+	}
+	return start
+}
+
+// isDashComment reports whether a line is "- # ..." with the dash at indent-2.
+func isDashComment(l []byte, indent int) bool {
+	return len(l) > indent && indent >= 2 && len(bytes.TrimLeft(l[:indent-2], " ")) == 0 &&
+		string(l[indent-2:indent]) == "- " && l[indent] == '#'
 }
 
 func write(out io.Writer, rl *framework.ResourceList, items []item) error {

@@ -208,3 +208,16 @@ func TestConfigFieldErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPassThroughWithHeadComment: an item whose comment starts on its "- " line was re-encoded
+// (comment spacing changed); it passes through byte for byte.
+func TestPassThroughWithHeadComment(t *testing.T) {
+	item := "- # a comment above\n  # and another\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data:\n    flag: yes   # spaced\n"
+	var out bytes.Buffer
+	if err := Run(strings.NewReader(rlHead+"items:\n"+item), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), item) {
+		t.Errorf("the item did not pass through byte for byte:\n%s", out.String())
+	}
+}
