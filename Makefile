@@ -4,7 +4,6 @@ SHELL := /usr/bin/env bash -o pipefail
 export GOFLAGS += -mod=readonly
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
-FUZZTIME ?= 15s
 export KUBEBUILDER_ASSETS := $(BIN)
 
 .PHONY: all build test unit envtest tools manifests golden bench fuzz lint example help
@@ -44,8 +43,17 @@ bench: ## Run the benchmarks (figures go into the README); the scale table runs 
 	go test -run '^$$' -bench IdleWebSockets -benchtime 1x ./router/
 	go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
 
-fuzz: ## Fuzz the router's routing headers briefly (CI runs this; FUZZTIME=10m for longer).
-	go test -run '^$$' -fuzz '^FuzzHeaders$$' -fuzztime $(FUZZTIME) ./router/
+# Each fuzz target as package:Target; their seed corpora (every repro of a crash or a wrong
+# accept, and the golden inputs) run in every `make test`.
+FUZZ_TARGETS := ./manifest:FuzzRead ./manifest:FuzzDecode ./bundle:FuzzExpand ./krm:FuzzRun ./router:FuzzHeaders
+FUZZTIME ?= 10m
+FUZZPARALLEL ?= 1
+
+fuzz: ## Fuzz each target for FUZZTIME (default 10m; CI: 15s) with FUZZPARALLEL workers (default 1).
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$fn in $$pkg for $(FUZZTIME)"; \
+		go test $$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) || exit 1; \
+	done
 
 lint: ## gofmt and go vet; fails on any finding.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needs to run on:"; echo "$$out"; exit 1; fi

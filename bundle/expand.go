@@ -32,6 +32,7 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 	}
 	children, err := render.Render(b.Input(), opts)
 	if err != nil {
+		b.FieldsAsWritten(err)
 		return nil, err
 	}
 

@@ -5,12 +5,21 @@
 package krm
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
-	"sigs.k8s.io/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 
 	"github.com/sandbox-gitops/sandbox-gitops/policies"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
@@ -60,32 +69,36 @@ type SandboxRenderSpec struct {
 	AllowedLabelDomains []string `json:"allowedLabelDomains,omitempty"`
 	// DisableWarmPoolEviction stops marking warm pool pods safe to evict.
 	DisableWarmPoolEviction bool `json:"disableWarmPoolEviction,omitempty"`
+	// MaxPoolReplicas is the most members a SandboxWarmPool may ask for; a pool above it is an
+	// error on its spec.replicas before anything is rendered. 0 or unset means 10000.
+	MaxPoolReplicas *int32 `json:"maxPoolReplicas,omitempty"`
 	// Resources are objects to render when the function runs as a kustomize generator, which
 	// receives no items: the generator emits them and their children.
 	Resources []map[string]any `json:"resources,omitempty"`
 }
 
 // ParseConfig reads a functionConfig strictly (an unknown or misspelt field is an error), then
-// defaults and validates it. An empty config is the all-defaults config.
+// defaults and validates it. An empty config is the all-defaults config. It reads YAML with the
+// one reader (manifest), and its errors name the field, the value and the type expected.
 func ParseConfig(data []byte) (*SandboxRender, error) {
 	c := &SandboxRender{APIVersion: APIVersion, Kind: Kind}
-	if len(data) > 0 {
-		var id struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		if err := yaml.Unmarshal(data, &id); err != nil {
+	if len(bytes.TrimSpace(data)) > 0 {
+		docs, err := manifest.ReadNodes(data)
+		if err != nil {
 			return nil, fmt.Errorf("functionConfig: %w", err)
 		}
-		if id.APIVersion != APIVersion || id.Kind != Kind {
-			return nil, fmt.Errorf("functionConfig: got apiVersion %q, kind %q: the functionConfig must be %s, kind %s", id.APIVersion, id.Kind, APIVersion, Kind)
+		if len(docs) != 1 {
+			return nil, fmt.Errorf("functionConfig: want one %s object, got %d YAML documents", Kind, len(docs))
 		}
-		m := map[string]any{}
-		if err := yaml.Unmarshal(data, &m); err != nil {
+		u, err := manifest.NodeObject(docs[0].Node)
+		if err != nil {
 			return nil, fmt.Errorf("functionConfig: %w", err)
 		}
-		// Strict: a misspelt knob must not be ignored silently. The converter names the field.
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, c, true); err != nil {
+		m := u.Object
+		if u.GetAPIVersion() != APIVersion || u.GetKind() != Kind {
+			return nil, fmt.Errorf("functionConfig: got apiVersion %q, kind %q: the functionConfig must be %s, kind %s", u.GetAPIVersion(), u.GetKind(), APIVersion, Kind)
+		}
+		if err := decodeConfig(m, c); err != nil {
 			return nil, fmt.Errorf("functionConfig: %w", err)
 		}
 	}
@@ -96,6 +109,52 @@ func ParseConfig(data []byte) (*SandboxRender, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// decodeConfig decodes m into c, reporting a wrong type as a field error with the value written
+// and the type expected (rather than the converter's "unrecognized type: bool"), and an unknown
+// field by its path.
+func decodeConfig(m map[string]any, c *SandboxRender) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, c); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			path := strings.Split(te.Field, ".")
+			v, _, _ := unstructured.NestedFieldNoCopy(m, path...)
+			return field.Invalid(field.NewPath(path[0], path[1:]...), v, "must be "+typeName(te.Type))
+		}
+		return err
+	}
+	// Strict: a misspelt knob must not be ignored silently. The converter names the field.
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, c, true); err != nil {
+		return err
+	}
+	return nil
+}
+
+// typeName says what a user writes for a Go type.
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean (true or false)"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	}
+	return "of another type"
 }
 
 // Default fills in the defaults (kyaml's framework.Defaulter).
@@ -124,6 +183,14 @@ func (c *SandboxRender) Validate() error {
 		errs = append(errs, field.NotSupported(spec.Child("mode"), c.Spec.Mode, []Mode{ModeExpand, ModeValidate}))
 	}
 	errs = append(errs, c.Spec.Policies.Validate(spec.Child("policies"))...)
+	if d := c.Spec.ClusterDomain; d != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(d) {
+			errs = append(errs, field.Invalid(spec.Child("clusterDomain"), d, "the cluster DNS domain Service names end in: "+msg))
+		}
+	}
+	if n := c.Spec.MaxPoolReplicas; n != nil && *n < 0 {
+		errs = append(errs, field.Invalid(spec.Child("maxPoolReplicas"), *n, "must be 0 or more (0 means the default, 10000)"))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid functionConfig %s: %w", Kind, errs.ToAggregate())
 	}
@@ -142,5 +209,6 @@ func (c *SandboxRender) Options() render.Options {
 		Policies:                c.Spec.Policies,
 		AllowedLabelDomains:     c.Spec.AllowedLabelDomains,
 		DisableWarmPoolEviction: c.Spec.DisableWarmPoolEviction,
+		MaxPoolReplicas:         ptr.Deref(c.Spec.MaxPoolReplicas, 0),
 	}
 }

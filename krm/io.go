@@ -6,15 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
-	goyaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
 // Run is the function's I/O: it reads a ResourceList from in, processes it and writes the result
@@ -29,12 +30,15 @@ func Run(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("reading the ResourceList: %w", err)
 	}
-	rw := &kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}
-	items, err := rw.Read()
-	if err != nil {
-		return fmt.Errorf("reading the ResourceList: %w", err)
+	rl, root, bad := readResourceList(data)
+	if bad != nil {
+		rl := framework.Results{bad}
+		if err := writeMalformed(out, root, rl); err != nil {
+			return err
+		}
+		return rl
 	}
-	rl := &framework.ResourceList{Items: items, FunctionConfig: rw.FunctionConfig}
+	items := rl.Items
 	res, procErr := process(rl)
 	source := sourceTexts(data, items)
 	for i := range res {
@@ -50,6 +54,120 @@ func Run(in io.Reader, out io.Writer) error {
 		return rl.Results
 	}
 	return nil
+}
+
+// ResourceList apiVersions the KRM functions specification defines.
+var resourceListVersions = []string{"config.kubernetes.io/v1", "config.kubernetes.io/v1beta1"}
+
+// readResourceList reads the function's input strictly. A ResourceList that is malformed (not one
+// YAML document, not a mapping, another kind, items that are not a list of objects, a
+// functionConfig that is not an object) is answered with an error result and, when the input is
+// at least a mapping, that mapping unchanged; kyaml's reader would instead explode an items
+// mapping into a list of its keys and values, or nest a second ResourceList as items.
+func readResourceList(data []byte) (*framework.ResourceList, *kyaml.Node, *framework.Result) {
+	bad := func(format string, args ...any) *framework.Result {
+		return &framework.Result{Severity: framework.Error, Message: "malformed ResourceList: " + fmt.Sprintf(format, args...)}
+	}
+	docs, err := manifest.ReadNodes(data)
+	switch {
+	case err != nil:
+		return nil, nil, bad("%v", err)
+	case len(docs) == 0:
+		return nil, nil, bad("the input is empty; a KRM function reads one ResourceList (kind: ResourceList, apiVersion: config.kubernetes.io/v1)")
+	case len(docs) > 1:
+		return nil, nil, bad("the input has %d YAML documents; a KRM function reads one ResourceList", len(docs))
+	}
+	root := docs[0].Node
+	if root.Kind != kyaml.MappingNode {
+		return nil, nil, bad("line %d: the input must be a ResourceList object, not %s", root.Line, nodeKind(root))
+	}
+	// Not a ResourceList at all (another kind, duplicate keys): the answer is a ResourceList of
+	// its own, holding only the result. A ResourceList malformed inside comes back unchanged.
+	if kind := child(root, "kind"); kind == nil || kind.Kind != kyaml.ScalarNode || kind.Value != "ResourceList" {
+		return nil, nil, bad("line %d: kind must be ResourceList", root.Line)
+	}
+	if v := child(root, "apiVersion"); v == nil || v.Kind != kyaml.ScalarNode || !slices.Contains(resourceListVersions, v.Value) {
+		return nil, nil, bad("line %d: apiVersion must be one of %s", root.Line, strings.Join(resourceListVersions, ", "))
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k := root.Content[i]
+		if k.Kind != kyaml.ScalarNode {
+			return nil, nil, bad("line %d: a key must be a plain value", k.Line)
+		}
+		if first, dup := seen[k.Value]; dup {
+			return nil, nil, bad("line %d: key %q already defined at line %d", k.Line, k.Value, first)
+		}
+		seen[k.Value] = k.Line
+	}
+	rl := &framework.ResourceList{}
+	if items := child(root, "items"); items != nil && !isNullNode(items) {
+		if items.Kind != kyaml.SequenceNode {
+			return nil, root, bad("line %d: items must be a list of objects, not %s", items.Line, nodeKind(items))
+		}
+		for i, it := range items.Content {
+			if it.Kind != kyaml.MappingNode {
+				return nil, root, bad("line %d: items[%d] must be an object (a mapping with apiVersion and kind), not %s", it.Line, i, nodeKind(it))
+			}
+			rl.Items = append(rl.Items, kyaml.NewRNode(it))
+		}
+	}
+	if fc := child(root, "functionConfig"); fc != nil && !isNullNode(fc) {
+		if fc.Kind != kyaml.MappingNode {
+			return nil, root, bad("line %d: functionConfig must be an object, not %s", fc.Line, nodeKind(fc))
+		}
+		rl.FunctionConfig = kyaml.NewRNode(fc)
+	}
+	return rl, root, nil
+}
+
+// writeMalformed answers a malformed ResourceList: the input mapping with results set, or, when
+// the input is not even a mapping, a ResourceList holding only the results.
+func writeMalformed(out io.Writer, root *kyaml.Node, results framework.Results) error {
+	b, err := yaml.Marshal(results)
+	if err != nil {
+		return err
+	}
+	var res kyaml.Node
+	if err := kyaml.Unmarshal(b, &res); err != nil {
+		return err
+	}
+	answer := &kyaml.Node{Kind: kyaml.MappingNode}
+	if root != nil {
+		answer.Content = slices.Clone(root.Content)
+		for i := 0; i+1 < len(answer.Content); i += 2 {
+			if answer.Content[i].Value == "results" {
+				answer.Content = slices.Delete(answer.Content, i, i+2)
+				break
+			}
+		}
+	} else {
+		str := func(s string) *kyaml.Node { return &kyaml.Node{Kind: kyaml.ScalarNode, Value: s} }
+		answer.Content = []*kyaml.Node{str("apiVersion"), str(resourceListVersions[0]), str("kind"), str("ResourceList"),
+			str("items"), {Kind: kyaml.SequenceNode, Style: kyaml.FlowStyle}}
+	}
+	answer.Content = append(answer.Content, &kyaml.Node{Kind: kyaml.ScalarNode, Value: "results"}, res.Content[0])
+	enc := kyaml.NewEncoder(out)
+	if err := enc.Encode(answer); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+func isNullNode(n *kyaml.Node) bool {
+	return n.Kind == kyaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+func nodeKind(n *kyaml.Node) string {
+	switch n.Kind {
+	case kyaml.SequenceNode:
+		return "a list"
+	case kyaml.MappingNode:
+		return "a mapping"
+	case kyaml.AliasNode:
+		return "an alias"
+	}
+	return fmt.Sprintf("the value %q", n.Value)
 }
 
 // item is one output item: a node passed through (with its text as it was read, when known), or
@@ -88,6 +206,7 @@ func sourceTexts(data []byte, items []*kyaml.RNode) map[*kyaml.RNode][]byte {
 			continue
 		}
 		indent := y.Column - 1 // the item's keys start here; "- " sits just before
+		start = headComments(lines, start, indent)
 		first := lines[start]
 		if len(first) < indent || string(first[indent-2:indent]) != "- " {
 			end = start
@@ -114,6 +233,25 @@ func sourceTexts(data []byte, items []*kyaml.RNode) map[*kyaml.RNode][]byte {
 		end = start
 	}
 	return out
+}
+
+// headComments moves an item's start up over the comments written before its first key, when
+// they begin on its "- " line ("- # note" then the keys), so they pass through too.
+func headComments(lines [][]byte, start, indent int) int {
+	j := start - 1
+	for j >= 0 && len(lines[j]) > indent && len(bytes.TrimLeft(lines[j][:indent], " ")) == 0 && lines[j][indent] == '#' {
+		j--
+	}
+	if j >= 0 && isDashComment(lines[j], indent) {
+		return j
+	}
+	return start
+}
+
+// isDashComment reports whether a line is "- # ..." with the dash at indent-2.
+func isDashComment(l []byte, indent int) bool {
+	return len(l) > indent && indent >= 2 && len(bytes.TrimLeft(l[:indent-2], " ")) == 0 &&
+		string(l[indent-2:indent]) == "- " && l[indent] == '#'
 }
 
 func write(out io.Writer, rl *framework.ResourceList, items []item) error {
@@ -162,9 +300,9 @@ func encodeAll(items []item) ([][]byte, error) {
 			texts[i] = []byte(s)
 			return
 		}
-		// Straight to YAML: sigs.k8s.io/yaml would go through JSON and parse it again. The
-		// encoder quotes strings that would read back as numbers (hash labels such as 58130e46).
-		texts[i], errs[i] = goyaml.Marshal(it.obj.Object)
+		// Straight to YAML with the encoder of the one reader: it quotes strings that would read
+		// back as anything else (hash labels such as 58130e46, 0o17, yes).
+		texts[i], errs[i] = manifest.EncodeObject(it.obj.Object)
 	})
 	return texts, errors.Join(errs...)
 }

@@ -1,11 +1,9 @@
 package krm
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -91,7 +89,7 @@ func process(rl *framework.ResourceList) ([]item, error) {
 	byObj := make(map[*unstructured.Unstructured]*kyaml.RNode, len(nodes))
 	for i, n := range nodes {
 		if errs[i] != nil {
-			rl.Results = append(rl.Results, &framework.Result{Message: fmt.Sprintf("item %d: %v", i, errs[i]), Severity: framework.Error, File: fileOf(n)})
+			rl.Results = append(rl.Results, itemResult(i, len(rl.Items), n, errs[i]))
 			return unchanged(rl.Items), nil
 		}
 		byObj[objs[i]] = n
@@ -130,22 +128,23 @@ func process(rl *framework.ResourceList) ([]item, error) {
 	return out, nil
 }
 
+// toUnstructured reads an item with the one reader (manifest.NodeObject): YAML 1.2, duplicate
+// keys an error, linear in the item's size. kyaml's RNode.Map goes through yaml.v3's decoder,
+// whose duplicate-key check is quadratic (53 s for a ConfigMap with 100,000 keys).
 func toUnstructured(n *kyaml.RNode) (*unstructured.Unstructured, error) {
-	m, err := n.Map()
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: jsonTypes(m).(map[string]any)}
-	if u.GetAPIVersion() == "" || u.GetKind() == "" {
-		return nil, errors.New("every item needs apiVersion and kind")
-	}
-	return u, nil
+	return manifest.NodeObject(n.YNode())
 }
 
 // Results turns a render error into KRM results: one per field error of each invalid object,
 // naming the object, the field path and, when fileOf knows it, the file; other errors as plain
 // results.
 func Results(err error, objs []*unstructured.Unstructured, fileOf func(*unstructured.Unstructured) *framework.File) framework.Results {
+	return ResultsAt(err, objs, func(u *unstructured.Unstructured) (*framework.File, int) { return fileOf(u), 0 })
+}
+
+// ResultsAt is Results for a caller that also knows the line each object starts on (the CLI,
+// which read the files): findings then name the file, the document and the line.
+func ResultsAt(err error, objs []*unstructured.Unstructured, locate func(*unstructured.Unstructured) (*framework.File, int)) framework.Results {
 	var out framework.Results
 	var walk func(error)
 	walk = func(err error) {
@@ -169,9 +168,14 @@ func Results(err error, objs []*unstructured.Unstructured, fileOf func(*unstruct
 			NameMeta: kyaml.NameMeta{Name: ie.Name, Namespace: ie.Namespace},
 		}
 		var file *framework.File
+		line := 0
 		if src != nil {
 			ref.APIVersion = src.GetAPIVersion()
-			file = fileOf(src)
+			file, line = locate(src)
+		}
+		file, tags := placed(file)
+		if tags != nil && line > 0 {
+			tags[TagLine] = strconv.Itoa(line)
 		}
 		for _, fe := range ie.Errs {
 			r := &framework.Result{
@@ -180,6 +184,7 @@ func Results(err error, objs []*unstructured.Unstructured, fileOf func(*unstruct
 				ResourceRef: ref,
 				Field:       &framework.Field{Path: fe.Field},
 				File:        file,
+				Tags:        tags,
 			}
 			if fe.BadValue != nil && fe.Type != field.ErrorTypeRequired && fe.Type != field.ErrorTypeForbidden {
 				r.Field.CurrentValue = fe.BadValue
@@ -200,17 +205,49 @@ func find(objs []*unstructured.Unstructured, ie *render.InvalidError) *unstructu
 	return nil
 }
 
+// itemResult reports an item that is not an object. Items after the list's own are the
+// functionConfig's spec.resources.
+func itemResult(i, listed int, n *kyaml.RNode, err error) *framework.Result {
+	where := fmt.Sprintf("items[%d]", i)
+	if i >= listed {
+		where = fmt.Sprintf("functionConfig spec.resources[%d]", i-listed)
+	}
+	file, tags := placed(fileOf(n))
+	return &framework.Result{Message: where + ": " + err.Error(), Severity: framework.Error,
+		Field: &framework.Field{Path: where}, File: file, Tags: tags}
+}
+
+// indexUnknown is the File.Index of a file known by name only (kustomize's origin annotation).
+const indexUnknown = -1
+
+// placed turns a file into what a result carries: the KRM 0-based index, and the 1-based
+// document number as a tag when it is known.
+func placed(f *framework.File) (*framework.File, map[string]string) {
+	if f == nil {
+		return nil, nil
+	}
+	if f.Index == indexUnknown {
+		return &framework.File{Path: f.Path}, nil
+	}
+	return f, FileTags(f.Index+1, 0)
+}
+
 // fileOf is the file an item came from: kyaml's path and index annotations, or kustomize's origin
-// annotation (buildMetadata: [originAnnotations]).
+// annotation (buildMetadata: [originAnnotations]). It reads the node defensively: it runs on
+// items that may not be objects at all (kyaml's own accessors panic on metadata: [a]).
 func fileOf(n *kyaml.RNode) *framework.File {
 	if n == nil {
 		return nil
 	}
-	path, index, _ := kioutil.GetFileAnnotations(n)
+	ann := annotations(n.YNode())
+	path, index := ann[kioutil.PathAnnotation], ann[kioutil.IndexAnnotation]
+	if path == "" {
+		path, index = ann[kioutil.LegacyPathAnnotation], ann[kioutil.LegacyIndexAnnotation]
+	}
 	if path == "" {
 		// kustomize's index annotation counts items of the whole list, not documents of the file.
-		index = ""
-		origin := n.GetAnnotations()[originAnnotation]
+		index = strconv.Itoa(indexUnknown)
+		origin := ann[originAnnotation]
 		if origin == "" {
 			return nil
 		}
@@ -226,54 +263,69 @@ func fileOf(n *kyaml.RNode) *framework.File {
 	return &framework.File{Path: path, Index: i}
 }
 
-// Format writes results for people: one line each, led by the file and document index when
-// known.
+// annotations are an item's string annotations, read without assuming the item is well formed.
+func annotations(n *kyaml.Node) map[string]string {
+	out := map[string]string{}
+	md := child(n, "metadata")
+	ann := child(md, "annotations")
+	if ann == nil || ann.Kind != kyaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(ann.Content); i += 2 {
+		k, v := ann.Content[i], ann.Content[i+1]
+		if k.Kind == kyaml.ScalarNode && v.Kind == kyaml.ScalarNode {
+			out[k.Value] = v.Value
+		}
+	}
+	return out
+}
+
+// child is the value of key in a mapping node, or nil.
+func child(n *kyaml.Node, key string) *kyaml.Node {
+	if n == nil || n.Kind != kyaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == kyaml.ScalarNode && k.Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// Tags a result carries to place it in its file for people: the 1-based document number and
+// line, when known. framework.File's index is 0-based and cannot say "unknown" (kustomize's origin
+// annotation names a file but no document).
+const (
+	TagDocument = "sandbox-gitops.dev/document"
+	TagLine     = "sandbox-gitops.dev/line"
+)
+
+// FileTags are the tags placing a finding at a 1-based document (and line, when > 0).
+func FileTags(document, line int) map[string]string {
+	t := map[string]string{TagDocument: strconv.Itoa(document)}
+	if line > 0 {
+		t[TagLine] = strconv.Itoa(line)
+	}
+	return t
+}
+
+// Format writes results for people: one line each, led by the file, the 1-based document number
+// and the line when known.
 func Format(results framework.Results) string {
 	var b strings.Builder
 	for _, r := range results {
-		switch {
-		case r.File == nil || r.File.Path == "":
-		case r.File.Index > 0:
-			fmt.Fprintf(&b, "%s[%d]: ", r.File.Path, r.File.Index)
-		default:
-			fmt.Fprintf(&b, "%s: ", r.File.Path)
+		if r.File != nil && r.File.Path != "" {
+			b.WriteString(r.File.Path)
+			if d := r.Tags[TagDocument]; d != "" {
+				b.WriteString(": document " + d)
+				if l := r.Tags[TagLine]; l != "" {
+					b.WriteString(" (line " + l + ")")
+				}
+			}
+			b.WriteString(": ")
 		}
 		fmt.Fprintf(&b, "%s: %s\n", r.Severity, r.Message)
 	}
 	return b.String()
-}
-
-// jsonTypes turns YAML-decoded values into the types of decoded JSON that unstructured objects
-// hold: integers as int64, maps keyed by string.
-func jsonTypes(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = jsonTypes(e)
-		}
-		return t
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[fmt.Sprint(k)] = jsonTypes(e)
-		}
-		return m
-	case []any:
-		for i, e := range t {
-			t[i] = jsonTypes(e)
-		}
-		return t
-	case int:
-		return int64(t)
-	case int32:
-		return int64(t)
-	case uint64:
-		return int64(t)
-	case float32:
-		return float64(t)
-	case time.Time:
-		return t.UTC().Format(time.RFC3339Nano)
-	default:
-		return v
-	}
 }

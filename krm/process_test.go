@@ -171,9 +171,14 @@ func TestErrorsBecomeResults(t *testing.T) {
 		ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "agents.x-k8s.io/v1beta1", Kind: "Sandbox"}, NameMeta: kyaml.NameMeta{Name: "agent", Namespace: "default"}},
 		Field:       &framework.Field{Path: "spec.operatingMode", CurrentValue: "Paused"},
 		File:        &framework.File{Path: "sandboxes/agent.yaml", Index: 2},
+		Tags:        map[string]string{TagDocument: "3"},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	// People read document numbers from 1: claims.yaml[1] counted from 0.
+	if f := Format(framework.Results{&got[0]}); !strings.HasPrefix(f, "sandboxes/agent.yaml: document 3: error: Sandbox default/agent") {
+		t.Errorf("Format = %q, want the file and the 1-based document first", f)
 	}
 	// The items are still written, unchanged: nothing half-rendered.
 	if diff := cmp.Diff([]string{"Sandbox/agent", "ConfigMap/untouched"}, kinds(items(t, out))); diff != "" {

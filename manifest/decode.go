@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +27,40 @@ type Bundle struct {
 	Templates []*extv1beta1.SandboxTemplate
 	Claims    []*extv1beta1.SandboxClaim
 	Pools     []*extv1beta1.SandboxWarmPool
+	// v1alpha1 holds the objects written as v1alpha1, by "Kind namespace/name", so findings on
+	// them name the v1alpha1 fields the user wrote (FieldsAsWritten).
+	v1alpha1 map[string]bool
+}
+
+// FieldsAsWritten rewrites the field errors of a render error so that an object written as
+// v1alpha1 is reported on its v1alpha1 fields: render sees the converted v1beta1 claim, whose
+// spec.warmPoolRef.name "shadow-pool-python" the user never wrote; they wrote
+// spec.sandboxTemplateRef.name "python" (or spec.warmpool for a named pool).
+func (b *Bundle) FieldsAsWritten(err error) {
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case *render.InvalidError:
+			if e.Kind != extv1beta1.SandboxClaimKind || !b.v1alpha1[e.Object()] {
+				return
+			}
+			for _, fe := range e.Errs {
+				if fe.Field != "spec.warmPoolRef.name" {
+					continue
+				}
+				if v, ok := fe.BadValue.(string); ok && strings.HasPrefix(v, convert.ShadowPoolPrefix) {
+					fe.Field, fe.BadValue = "spec.sandboxTemplateRef.name", strings.TrimPrefix(v, convert.ShadowPoolPrefix)
+				} else {
+					fe.Field = "spec.warmpool"
+				}
+			}
+		}
+	}
+	walk(err)
 }
 
 // Input is what render needs from the bundle.
@@ -110,9 +146,13 @@ func Decode(objs []*unstructured.Unstructured) (*Bundle, error) {
 		}
 	})
 
-	b := &Bundle{}
+	b := &Bundle{v1alpha1: map[string]bool{}}
 	var bad Errors
-	for _, r := range results {
+	for i, r := range results {
+		if r.obj != nil && kinds[objs[i].GroupVersionKind()].toHub != nil {
+			m := r.obj.(metav1.Object)
+			b.v1alpha1[objs[i].GetKind()+" "+describeName(m.GetNamespace(), m.GetName())] = true
+		}
 		switch t := r.obj.(type) {
 		case nil:
 			if r.err != nil {
@@ -146,17 +186,20 @@ func admitObject(all map[schema.GroupVersionKind]*versionSchema, o *unstructured
 	if !ok {
 		return invalid(field.NotSupported(field.NewPath("apiVersion"), o.GetAPIVersion(), knownVersions(all, gvk)))
 	}
-	if o.GetName() == "" {
-		return invalid(field.Required(field.NewPath("metadata", "name"), ""))
-	}
+	// Metadata first, as the API server validates ObjectMeta apart from the CRD schema; every
+	// problem of the object is reported together.
+	metaErrs, meta := validateMetadata(o.Object)
 	obj := runtime.DeepCopyJSON(o.Object)
-	if errs := vs.admit(obj); len(errs) > 0 {
-		return invalid(errs...)
+	if errs := vs.admit(obj); len(errs) > 0 || meta == nil {
+		return invalid(append(metaErrs, errs...)...)
+	}
+	if errs := checkTimes(obj); len(errs) > 0 {
+		return invalid(append(metaErrs, errs...)...)
 	}
 	k := kinds[gvk]
 	target := k.newObject()
 	if err := fromUnstructured(obj, target); err != nil {
-		return invalid(err)
+		return invalid(append(metaErrs, err)...)
 	}
 	if k.toHub != nil {
 		// v1alpha1 objects become v1beta1 and are then admitted again under the v1beta1 schema,
@@ -177,15 +220,20 @@ func admitObject(all map[schema.GroupVersionKind]*versionSchema, o *unstructured
 	if sb, ok := target.(*agentsv1beta1.Sandbox); ok {
 		// What the schema cannot say (name rules of the children) is checked here too, so one run
 		// reports every problem of every object.
-		if errs := render.ValidateSandbox(sb); len(errs) > 0 {
-			return invalid(errs...)
+		for _, e := range render.ValidateSandbox(sb) {
+			// ObjectMeta validation has said it already: the Pod name rule is the same.
+			if e.Field == "metadata.name" && strings.HasPrefix(e.Detail, "the Sandbox name is also the Pod name") && hasField(metaErrs, e.Field) {
+				continue
+			}
+			metaErrs = append(metaErrs, e)
 		}
 	}
 	if c, ok := target.(*extv1beta1.SandboxClaim); ok {
 		// The claim CRD's CEL rules (env value or valueFrom), which a render does not run.
-		if errs := render.ValidateClaim(c); len(errs) > 0 {
-			return invalid(errs...)
-		}
+		metaErrs = append(metaErrs, render.ValidateClaim(c)...)
+	}
+	if len(metaErrs) > 0 {
+		return invalid(metaErrs...)
 	}
 	return target, nil
 }
@@ -211,4 +259,42 @@ func knownVersions(all map[schema.GroupVersionKind]*versionSchema, gvk schema.Gr
 	}
 	sort.Strings(out)
 	return out
+}
+
+func hasField(errs field.ErrorList, path string) bool {
+	for _, e := range errs {
+		if e.Field == path {
+			return true
+		}
+	}
+	return false
+}
+
+func describeName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// timeFields are the metav1.Time fields of our kinds. The schema's date-time format accepts
+// offsets Go cannot parse (+25:00); decoding then failed with an error blamed on metadata.
+var timeFields = [][]string{{"spec", "shutdownTime"}, {"spec", "lifecycle", "shutdownTime"}}
+
+func checkTimes(obj map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	for _, p := range timeFields {
+		v, found, err := unstructured.NestedString(obj, p...)
+		if err != nil || !found || v == "" {
+			continue
+		}
+		if _, perr := time.Parse(time.RFC3339, v); perr != nil {
+			msg := perr.Error()
+			if i := strings.LastIndex(msg, ": "); i >= 0 {
+				msg = msg[i+2:]
+			}
+			errs = append(errs, field.Invalid(field.NewPath(p[0], p[1:]...), v, "must be an RFC 3339 date and time, such as 2026-01-02T15:04:05Z: "+msg))
+		}
+	}
+	return errs
 }

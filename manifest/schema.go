@@ -3,6 +3,9 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +21,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/validate"
 
 	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 // versionSchema is one served-or-not version of one of our CRDs, prepared the way the API
@@ -87,7 +91,9 @@ func (vs *versionSchema) admit(obj map[string]any) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath(p), "unknown field: it is not in the schema (check its spelling and indentation)"))
 	}
 	defaulting.Default(obj, vs.structural)
-	errs = append(errs, vs.validate(obj)...)
+	// kube-openapi reports errors in map order (metadata before or after spec); sorted, the same
+	// input always reports the same errors in the same order.
+	errs = append(errs, render.SortErrors(readable(vs.validate(obj), obj))...)
 	return errs
 }
 
@@ -120,4 +126,98 @@ func (vs *versionSchema) validate(obj map[string]any) field.ErrorList {
 		vs.verdicts.Store(string(key), errs)
 	}
 	return errs
+}
+
+// typeDetail is kube-openapi's message for a value of the wrong type: "<path> in body must be of
+// type <type>: "<Go type of the value>"".
+var typeDetail = regexp.MustCompile(`in body must be of type ([a-z0-9-]+)`)
+
+// formatOnly is kube-openapi's format check reported without a field: "Checked value must be of
+// type integer with format int32 in spec.replicas".
+var formatOnly = regexp.MustCompile(`^Checked value must be of type (\w+)(?: with format (\w+))? in (\S+)$`)
+
+// readable rewrites the schema validator's messages into ones a user can act on: the value
+// written instead of its Go type (Invalid value: "float64"), a field instead of <nil>, and one
+// error per field. The errors are copies: validate memoises the originals.
+func readable(errs field.ErrorList, obj map[string]any) field.ErrorList {
+	byField := map[string]bool{}
+	for _, e := range errs {
+		if e.Field != "" && e.Field != "<nil>" {
+			byField[e.Field] = true
+		}
+	}
+	out := make(field.ErrorList, 0, len(errs))
+	for _, e := range errs {
+		c := *e
+		if m := formatOnly.FindStringSubmatch(c.Detail); m != nil && (c.Field == "" || c.Field == "<nil>") {
+			if byField[m[3]] {
+				continue // the type error on that field says it already
+			}
+			c.Field, c.Detail = m[3], "must be "+typeWord(m[1], m[2])
+			c.BadValue = valueAt(obj, m[3])
+		} else if m := typeDetail.FindStringSubmatch(c.Detail); m != nil && (c.Type == field.ErrorTypeInvalid || c.Type == field.ErrorTypeTypeInvalid) {
+			c.BadValue, c.Detail = valueAt(obj, c.Field), "must be "+typeWord(m[1], "")
+		}
+		out = append(out, &c)
+	}
+	return out
+}
+
+func typeWord(t, format string) string {
+	switch {
+	case t == "int32" || format == "int32":
+		return "an integer (32-bit)"
+	case t == "int64" || format == "int64" || t == "integer":
+		return "an integer"
+	case t == "number" || t == "float64":
+		return "a number"
+	case t == "boolean" || t == "bool":
+		return "a boolean (true or false)"
+	case t == "string":
+		return "a string"
+	case t == "date-time":
+		return "an RFC 3339 date and time, such as 2026-01-02T15:04:05Z"
+	case t == "array":
+		return "a list"
+	case t == "object":
+		return "an object"
+	}
+	return "of type " + t
+}
+
+// valueAt finds the value at a field path such as spec.containers[0].ports[1].name or
+// metadata.labels[app], for messages.
+func valueAt(obj map[string]any, path string) any {
+	var cur any = obj
+	for _, part := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return ""
+			}
+			cur = m[name]
+		}
+		for rest != "" {
+			idx, after, _ := strings.Cut(rest, "]")
+			rest = strings.TrimPrefix(after, "[")
+			switch c := cur.(type) {
+			case []any:
+				i, err := strconv.Atoi(idx)
+				if err != nil || i < 0 || i >= len(c) {
+					return ""
+				}
+				cur = c[i]
+			case map[string]any:
+				cur = c[idx]
+			default:
+				return ""
+			}
+		}
+	}
+	switch cur.(type) {
+	case map[string]any, []any:
+		return describeValue(cur)
+	}
+	return cur
 }

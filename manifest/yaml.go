@@ -6,64 +6,55 @@ package manifest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// Parse splits a multi-document YAML (or JSON) stream into objects. Empty documents are
-// skipped; a List is flattened into its items. name is used in error messages only.
-func Parse(name string, data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for i := 0; ; i++ {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("%s: document %d: every object needs apiVersion and kind", name, i+1)
-		}
-		if u.IsList() {
-			err := u.EachListItem(func(o runtime.Object) error {
-				out = append(out, o.(*unstructured.Unstructured))
-				return nil
-			})
-			if err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
-			}
-			continue
-		}
-		out = append(out, u)
-	}
+// Encode writes objects as one YAML stream, each document separated by "---". Keys are sorted
+// (EncodeObject), so the bytes depend only on the objects and their order.
+func Encode(objs []*unstructured.Unstructured) ([]byte, error) {
+	return EncodeKeeping(objs, nil)
 }
 
-// Encode writes objects as one YAML stream, each document separated by "---". Keys are sorted
-// (sigs.k8s.io/yaml), so the bytes depend only on the objects and their order.
-func Encode(objs []*unstructured.Unstructured) ([]byte, error) {
+// EncodeKeeping is Encode, except that an object found in sources is written as its text there:
+// the document as it was read (Document.Text), so objects a render passes through come out byte
+// for byte, comments, quoting and key order included.
+func EncodeKeeping(objs []*unstructured.Unstructured, sources map[*unstructured.Unstructured][]byte) ([]byte, error) {
 	var buf bytes.Buffer
 	for i, o := range objs {
-		b, err := yaml.Marshal(o.Object)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+		b, kept := sources[o]
+		if !kept {
+			var err error
+			if b, err = EncodeObject(o.Object); err != nil {
+				return nil, fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+			}
 		}
 		if i > 0 {
 			buf.WriteString("---\n")
 		}
 		buf.Write(b)
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			buf.WriteByte('\n')
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// EncodeObject writes one object as YAML that the one reader (YAML 1.2) and YAML 1.1 readers
+// both read back as the same object: keys sorted, strings quoted when they would read as
+// anything else under either (58130e46, 0o17, yes). sigs.k8s.io/yaml's YAML 1.1 encoder left
+// 0o17 and 0b1 style strings plain, which YAML 1.2 reads as numbers.
+func EncodeObject(obj map[string]any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := kyaml.NewEncoder(&buf)
+	if err := enc.Encode(obj); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }

@@ -33,6 +33,22 @@ type Options struct {
 	// by then renders what a controller leaves of it (see Expiring). Unset, the render is
 	// time-free, which is what a Git repository wants; a controller always knows the time.
 	Now *time.Time
+	// MaxPoolReplicas is the most members one SandboxWarmPool may render; a pool asking for more
+	// is a field error on its spec.replicas, reported before any member is allocated. 0 means
+	// DefaultMaxPoolReplicas. The schema allows up to 2^31-1 replicas, which a render would try to
+	// hold in memory (replicas: 2147483647 died out of memory in 0.2 s).
+	MaxPoolReplicas int32
+}
+
+// DefaultMaxPoolReplicas is the default of Options.MaxPoolReplicas: larger than any warm pool we
+// know of, small enough that its render (about 40,000 objects) fits in a CI runner's memory.
+const DefaultMaxPoolReplicas = 10000
+
+func (o Options) maxPoolReplicas() int32 {
+	if o.MaxPoolReplicas <= 0 {
+		return DefaultMaxPoolReplicas
+	}
+	return o.MaxPoolReplicas
 }
 
 func (o Options) allowedLabelDomains() []string {

@@ -101,9 +101,18 @@ func (r *renderer) template(t *extv1beta1.SandboxTemplate) {
 }
 
 func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.SandboxTemplate) {
+	// The limit is checked first: nothing is allocated for a pool of 2^31-1 members.
+	var errs field.ErrorList
+	if n, limit := Replicas(p), r.opts.maxPoolReplicas(); n > limit {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "replicas"), n,
+			fmt.Sprintf("more than %d members in one pool; split the pool, or raise the limit (SandboxRender spec.maxPoolReplicas)", limit)))
+	}
 	t := findByName(templates, p.Namespace, p.Spec.TemplateRef.Name)
 	if t == nil {
-		r.invalid(extv1beta1.SandboxWarmPoolKind, p, field.NotFound(field.NewPath("spec", "sandboxTemplateRef", "name"), p.Spec.TemplateRef.Name))
+		errs = append(errs, field.NotFound(field.NewPath("spec", "sandboxTemplateRef", "name"), p.Spec.TemplateRef.Name))
+	}
+	if len(errs) > 0 {
+		r.invalid(extv1beta1.SandboxWarmPoolKind, p, errs...)
 		return
 	}
 	hashes, err := TemplateHashes(t)
@@ -123,8 +132,15 @@ func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.S
 }
 
 func (r *renderer) claim(c *extv1beta1.SandboxClaim, in *Input) {
-	sb, cerr := ClaimSandbox(c, ResolveClaim(c, in.Pools, in.Templates), r.opts)
+	cp := ResolveClaim(c, in.Pools, in.Templates)
+	sb, cerr := ClaimSandbox(c, cp, r.opts)
 	if cerr != nil {
+		// A missing template is reported once, on the object that names it: when that is a pool
+		// of the input, the pool reports it, and its claims do not repeat it (the render fails
+		// either way).
+		if cerr.Reason == ReasonTemplateNotFound && cp.Pool != nil && findByName(in.Pools, cp.Pool.Namespace, cp.Pool.Name) != nil {
+			return
+		}
 		r.invalid(extv1beta1.SandboxClaimKind, c, cerr.FieldError())
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
@@ -66,7 +67,20 @@ func ValidateTemplate(t *extv1beta1.SandboxTemplate, opts Options) field.ErrorLi
 	if len(t.Spec.PodTemplate.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(spec.Child("podTemplate", "spec", "containers"), "a template needs at least one container"))
 	}
+	errs = append(errs, ValidatePodTemplate(&t.Spec.PodTemplate, spec.Child("podTemplate"))...)
 	errs = append(errs, validateVolumeClaimTemplateNames(t.Spec.VolumeClaimTemplates, spec.Child("volumeClaimTemplates"))...)
+	if t.Spec.NetworkPolicyManagement != extv1beta1.NetworkPolicyManagementUnmanaged {
+		errs = append(errs, ValidateNetworkPolicyRules(t.Spec.NetworkPolicy, spec.Child("networkPolicy"))...)
+		// An invalid template name is reported on the template itself; a valid one may still be
+		// too long once the suffix is added.
+		np := NetworkPolicyName(t.Name)
+		for _, msg := range validation.IsDNS1123Subdomain(np) {
+			if len(validation.IsDNS1123Subdomain(t.Name)) > 0 {
+				break
+			}
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), t.Name, fmt.Sprintf("the template's NetworkPolicy is named %q: %s", np, msg)))
+		}
+	}
 	pod := t.Spec.PodTemplate.Spec.DeepCopy()
 	errs = append(errs, opts.Policies.Packs.ApplyPod(pod, spec.Child("podTemplate", "spec"))...)
 	return errs

@@ -330,7 +330,7 @@ standard error, and nothing is written unless the whole input renders.` + exitCo
 				}
 				out = kept
 			}
-			b, err := manifest.Encode(out)
+			b, err := manifest.EncodeKeeping(out, in.text)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -472,11 +472,16 @@ type inputs struct {
 	configFrom string
 	// kustomization is a directory argument holding a kustomization file.
 	kustomization string
+	// text is each input object's document as written, so objects passed through are written
+	// out byte for byte.
+	text map[*unstructured.Unstructured][]byte
+	// lines are where each input object starts, for findings.
+	lines map[*unstructured.Unstructured]int
 }
 
 // findings reports a render error on stderr and returns the findings exit code.
 func (in *inputs) findings(err error, stderr io.Writer) error {
-	results := krm.Results(err, in.objs, func(u *unstructured.Unstructured) *framework.File { return in.files[u] })
+	results := krm.ResultsAt(err, in.objs, func(u *unstructured.Unstructured) (*framework.File, int) { return in.files[u], in.lines[u] })
 	fmt.Fprint(stderr, krm.Format(results))
 	return &exitError{exitFindings, fmt.Errorf("the input cannot be rendered: %d problem(s)", len(results))}
 }
@@ -485,13 +490,15 @@ func (in *inputs) findings(err error, stderr io.Writer) error {
 // standard input is a terminal. SandboxRender objects become the configuration; Kustomizations
 // are not inputs.
 func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, error) {
-	in := &inputs{files: map[*unstructured.Unstructured]*framework.File{}, source: map[*unstructured.Unstructured]bool{}}
+	in := &inputs{files: map[*unstructured.Unstructured]*framework.File{}, source: map[*unstructured.Unstructured]bool{},
+		text: map[*unstructured.Unstructured][]byte{}, lines: map[*unstructured.Unstructured]int{}}
 	add := func(name string, data []byte) error {
-		objs, err := manifest.Parse(name, data)
+		docs, err := manifest.Read(name, data)
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		for i, o := range objs {
+		for _, d := range docs {
+			o := d.Object
 			switch {
 			case o.GetKind() == krm.Kind && o.GetAPIVersion() == krm.APIVersion:
 				if in.config != nil {
@@ -506,8 +513,12 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 			case o.GroupVersionKind().Group == "kustomize.config.k8s.io":
 				continue
 			}
-			in.files[o] = &framework.File{Path: name, Index: i}
+			in.files[o] = &framework.File{Path: name, Index: d.Index - 1}
 			in.source[o] = true
+			in.lines[o] = d.Line
+			if d.Text != nil {
+				in.text[o] = d.Text
+			}
 			in.objs = append(in.objs, o)
 		}
 		return nil

@@ -173,7 +173,7 @@ func TestRunExitCodes(t *testing.T) {
 			wantCode: exitFindings, wantStderr: "spec.podTemplate: Required value", wantStdout: "results:"},
 		"fn, empty input":   {args: []string{"fn"}, stdin: strings.NewReader(""), wantCode: exitUsage, wantStderr: "ResourceList"},
 		"missing file":      {args: []string{"render", filepath.Join(dir, "absent.yaml")}, wantCode: exitUsage, wantStderr: "no such file"},
-		"invalid object":    {args: []string{"render", bad}, wantCode: exitFindings, wantStderr: bad + ": error: Sandbox x: spec.podTemplate: Required value"},
+		"invalid object":    {args: []string{"render", bad}, wantCode: exitFindings, wantStderr: bad + ": document 1 (line 1): error: Sandbox x: spec.podTemplate: Required value"},
 		"validate invalid":  {args: []string{"validate", bad}, wantCode: exitFindings, wantStderr: "spec.podTemplate: Required value"},
 		"validate clean":    {args: []string{"validate", "-"}, stdin: bytes.NewReader(example), wantCode: exitOK, wantStderr: "1 objects checked: no problems"},
 		"empty directory":   {args: []string{"render", t.TempDir()}, wantCode: exitUsage, wantStderr: "no *.yaml"},

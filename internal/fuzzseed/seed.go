@@ -1,0 +1,89 @@
+// Package fuzzseed is the seed corpus the fuzz targets share: every input that once crashed,
+// hung or passed when it should not have (the repros of issue 12), and the inputs of the golden
+// cases. The seeds run in every `go test`; `make fuzz` grows from them.
+package fuzzseed
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// Repros are the minimal inputs of issue 12, as YAML streams of objects.
+var Repros = []string{
+	// render.PoolMemberNames ran out of memory.
+	"apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxTemplate\nmetadata: {name: t, namespace: d}\nspec:\n  podTemplate:\n    spec:\n      containers: [{name: a, image: b}]\n---\napiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxWarmPool\nmetadata: {name: p, namespace: d}\nspec:\n  replicas: 2147483647\n  sandboxTemplateRef: {name: t}\n",
+	"apiVersion: extensions.agents.x-k8s.io/v1alpha1\nkind: SandboxWarmPool\nmetadata: {name: p, namespace: d}\nspec:\n  replicas: 1e9\n  sandboxTemplateRef: {name: t}\n",
+	// Duplicate keys; YAML 1.1 booleans.
+	"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: busybox, image: alpine}\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\ndata: {flag: yes}\n",
+	// Lists where objects belong.
+	"[1]\n",
+	"- [1]\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata: [a]\n",
+	"apiVersion: v1\nkind: A\n---\n- [1]\n",
+	// Names, namespaces and metadata the API server refuses.
+	"apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxTemplate\nmetadata: {name: a/b, namespace: Default}\nspec:\n  podTemplate:\n    spec:\n      containers: [{name: a, image: b}]\n",
+	"apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata: {name: s, namespace: a_b, bogus: 1, labels: {'bad key': x}}\nspec:\n  podTemplate:\n    spec:\n      containers: [{name: a, ports: [{containerPort: 70000}]}, {name: a, image: b}]\n",
+	"apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxTemplate\nmetadata: {name: t}\nspec:\n  podTemplate:\n    spec:\n      containers: [{name: a, image: b}]\n  networkPolicy:\n    egress:\n    - to: [{ipBlock: {cidr: 10.0.0.0/33}}]\n",
+	// Messages: v1alpha1 replicas 0.5, a bad shutdownTime, a claim with a typo'd template.
+	"apiVersion: agents.x-k8s.io/v1alpha1\nkind: Sandbox\nmetadata: {name: a, namespace: default}\nspec:\n  replicas: 0.5\n  podTemplate:\n    spec:\n      containers: [{name: a, image: b}]\n",
+	"apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata: {name: a}\nspec:\n  shutdownTime: '2026-01-01T00:00:00+25:00'\n  podTemplate:\n    spec:\n      containers: [{name: a, image: b}]\n",
+	"apiVersion: extensions.agents.x-k8s.io/v1alpha1\nkind: SandboxClaim\nmetadata: {name: c, namespace: d}\nspec:\n  sandboxTemplateRef: {name: pyhton}\n",
+	// Aliases and merge keys.
+	"apiVersion: v1\nkind: A\na: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
+	"apiVersion: v1\nkind: A\nb: &b {a: 1}\nc: {<<: *b, <<: [*b]}\n",
+	"apiVersion: v1\nkind: A\nspec: {x: .inf, y: 0o17, z: 58130e46, w: 2001-01-01}\n",
+	"--- {apiVersion: v1, kind: A}\n...\n--- {apiVersion: v1, kind: B}\n",
+}
+
+// ResourceLists are the function's repros, as whole ResourceLists.
+var ResourceLists = []string{
+	"[1]\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- [1]\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: [a]\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n---\n- [1]\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: 5\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n  a: b\n  c: d\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n---\napiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec: {clusterDomain: 'bad domain!', policies: {packs: {restricted: 'yes'}}}\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data: {flag: yes}\n",
+}
+
+// GoldenInputs are the input files of the golden render cases, each as one stream.
+func GoldenInputs() []string {
+	_, self, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(self), "..", "..", "golden", "testdata")
+	var out []string
+	for _, pattern := range []string{"render/*/*.yaml", "bad-input/*.yaml"} {
+		files, _ := filepath.Glob(filepath.Join(root, pattern))
+		sort.Strings(files)
+		for _, f := range files {
+			switch filepath.Base(f) {
+			case "expected.yaml", "config.yaml":
+				continue
+			}
+			if b, err := os.ReadFile(f); err == nil && len(b) < 64<<10 {
+				out = append(out, string(b))
+			}
+		}
+	}
+	return out
+}
+
+// AsResourceList wraps a stream of objects into a ResourceList, as kustomize hands it to a
+// function (items indented under "- ").
+func AsResourceList(stream string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+	for _, doc := range strings.Split(stream, "\n---\n") {
+		doc = strings.TrimSpace(doc)
+		if doc == "" || strings.HasPrefix(doc, "#") && !strings.Contains(doc, "\n") {
+			continue
+		}
+		b.WriteString("- " + strings.ReplaceAll(doc, "\n", "\n  ") + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,471 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// The one YAML reader. render, validate, build and the KRM function all read YAML here, the way
+// kustomize reads it (kyaml, YAML 1.2 on go.yaml.in/yaml/v3): `yes`, `on` and `y` are strings,
+// `0o17` is an octal integer, a duplicate mapping key is an error naming the key and both lines.
+// Before it, the CLI read YAML 1.1 through sigs.k8s.io/yaml (a ConfigMap's `flag: yes` became
+// `true`, a duplicate key silently kept the last value) while the function read YAML 1.2 and
+// refused duplicates: the same bytes meant different things in review and in the build.
+//
+// The conversion from nodes to values is our own and linear: yaml.v3's decoder checks duplicate
+// keys by comparing every key of a mapping with every other (53 s for a ConfigMap with 100,000
+// keys); here each mapping keeps a set of its keys.
+
+// Node is one document of a YAML stream, parsed but not yet converted.
+type Node struct {
+	// Node is the document's content (never the DocumentNode itself); lines are of the whole
+	// stream.
+	*kyaml.Node
+	// Index is the 1-based number of the document among the non-empty documents of the stream,
+	// the number a person counts; Line is the 1-based line where its content starts.
+	Index, Line int
+	// Text is the document exactly as written (without the "---" line), so that an object the
+	// render does not own can be written out byte for byte. nil when the document shares a line
+	// with its "---" marker.
+	Text []byte
+}
+
+// Document is one object read from a YAML stream and where it came from.
+type Document struct {
+	Object *unstructured.Unstructured
+	// Index and Line as in Node. The items of a List share their List's Index.
+	Index, Line int
+	// Text as in Node; nil for the items of a List (they are written out encoded).
+	Text []byte
+}
+
+// yamlLine finds the line in go-yaml's messages ("yaml: line 3: ..."), to add the document's
+// offset in the stream.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// ReadNodes splits a YAML (or JSON) stream into its documents and parses each, skipping empty
+// ones. Documents are delimited by "---" lines as the YAML spec defines them (a line starting with
+// "---" or "..." followed by a space or its end cannot be content), so each document's text is
+// known exactly.
+func ReadNodes(data []byte) ([]Node, error) {
+	var out []Node
+	index := 0
+	parse := func(chunk []byte, firstLine int, withText bool) error {
+		if len(bytes.TrimSpace(chunk)) == 0 {
+			return nil
+		}
+		dec := kyaml.NewDecoder(bytes.NewReader(chunk))
+		var doc kyaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return syntaxError(err, chunk, index+1, firstLine)
+		}
+		if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+			return nil
+		}
+		var extra kyaml.Node
+		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+			if err != nil {
+				return syntaxError(err, chunk, index+1, firstLine)
+			}
+			return fmt.Errorf("document %d (line %d): more than one document; separate documents with a line ---", index+1, firstLine)
+		}
+		index++
+		content := doc.Content[0]
+		shiftLines(content, firstLine-1, map[*kyaml.Node]bool{})
+		n := Node{Node: content, Index: index, Line: content.Line}
+		if withText {
+			n.Text = chunk
+		}
+		out = append(out, n)
+		return nil
+	}
+
+	// A document runs from the line after a marker to the next marker. After "--- value" it
+	// starts on the marker's own line: prefix holds that line with the marker blanked out, so
+	// columns stay as written.
+	start, startLine := 0, 1
+	var prefix []byte
+	chunk := func(end int) []byte {
+		if prefix == nil {
+			return data[start:end]
+		}
+		return append(prefix, data[start:end]...)
+	}
+	line := 1
+	for pos := 0; pos < len(data); line++ {
+		next := len(data)
+		if end := bytes.IndexByte(data[pos:], '\n'); end >= 0 {
+			next = pos + end + 1
+		}
+		if l := data[pos:next]; marker(l) {
+			if err := parse(chunk(pos), startLine, prefix == nil); err != nil {
+				return nil, err
+			}
+			prefix, start, startLine = nil, next, line+1
+			if rest := bytes.TrimSpace(l[3:]); l[0] == '-' && len(rest) > 0 && rest[0] != '#' {
+				prefix = append([]byte("   "), l[3:]...)
+				startLine = line
+			}
+		}
+		pos = next
+	}
+	if err := parse(chunk(len(data)), startLine, prefix == nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// marker reports whether a line is a document marker: "---" or "..." at the start of the line,
+// followed by whitespace or the end of the line.
+func marker(l []byte) bool {
+	if len(l) < 3 || !(bytes.HasPrefix(l, []byte("---")) || bytes.HasPrefix(l, []byte("..."))) {
+		return false
+	}
+	return len(l) == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\n' || l[3] == '\r'
+}
+
+// syntaxError places a YAML syntax error. go-yaml reports a parser error on the line where the
+// enclosing block starts (a bad indentation on line 11 is reported on line 7), so the line is
+// found again: the first line whose prefix of the document fails with the same problem (a binary
+// search, so a few parses, and only on the error path).
+func syntaxError(err error, chunk []byte, index, firstLine int) error {
+	msg := err.Error()
+	m := yamlLine.FindStringSubmatch(msg)
+	if m == nil {
+		return fmt.Errorf("document %d (from line %d): YAML syntax: %s", index, firstLine, strings.TrimPrefix(msg, "yaml: "))
+	}
+	problem := msg[len(m[0]):]
+	reported, _ := strconv.Atoi(m[1])
+	ends := lineEnds(chunk)
+	fails := func(lines int) bool {
+		var n kyaml.Node
+		err := kyaml.NewDecoder(bytes.NewReader(chunk[:ends[lines-1]])).Decode(&n)
+		if err == nil || errors.Is(err, io.EOF) {
+			return false
+		}
+		pm := yamlLine.FindStringSubmatch(err.Error())
+		return pm != nil && err.Error()[len(pm[0]):] == problem
+	}
+	lo, hi := max(reported, 1), len(ends) // the first failing prefix is in [lo, hi]
+	if lo > hi || !fails(hi) {
+		return fmt.Errorf("document %d, line %d: YAML syntax: %s", index, reported+firstLine-1, problem)
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return fmt.Errorf("document %d, line %d: YAML syntax: %s", index, lo+firstLine-1, problem)
+}
+
+// lineEnds are the byte offsets just after each line of b.
+func lineEnds(b []byte) []int {
+	var out []int
+	for i, c := range b {
+		if c == '\n' {
+			out = append(out, i+1)
+		}
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		out = append(out, len(b))
+	}
+	return out
+}
+
+// shiftLines moves a parsed document's line numbers to where it sits in the stream.
+func shiftLines(n *kyaml.Node, by int, seen map[*kyaml.Node]bool) {
+	if n == nil || seen[n] {
+		return
+	}
+	seen[n] = true
+	n.Line += by
+	for _, c := range n.Content {
+		shiftLines(c, by, seen)
+	}
+}
+
+func isNull(n *kyaml.Node) bool {
+	return n.Kind == kyaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// Read reads a YAML (or JSON) stream of objects: every non-empty document must be a mapping with
+// apiVersion and kind; a List (a kind ending in List, with items) is flattened into its items.
+// name is used in error messages only, which name the 1-based document and the line.
+func Read(name string, data []byte) ([]Document, error) {
+	nodes, err := ReadNodes(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var out []Document
+	for _, n := range nodes {
+		u, err := NodeObject(n.Node)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d, %w", name, n.Index, err)
+		}
+		items, isList := u.Object["items"].([]any)
+		if !isList || !strings.HasSuffix(u.GetKind(), "List") {
+			out = append(out, Document{Object: u, Index: n.Index, Line: n.Line, Text: n.Text})
+			continue
+		}
+		for i, it := range items {
+			m, ok := it.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%s: document %d (line %d): items[%d] of the %s: every item must be an object with apiVersion and kind",
+					name, n.Index, n.Line, i, u.GetKind())
+			}
+			if msg := checkObject(m); msg != "" {
+				return nil, fmt.Errorf("%s: document %d (line %d): items[%d] of the %s: %s", name, n.Index, n.Line, i, u.GetKind(), msg)
+			}
+			item := &unstructured.Unstructured{Object: m}
+			out = append(out, Document{Object: item, Index: n.Index, Line: n.Line})
+		}
+	}
+	return out, nil
+}
+
+// Parse is Read without the positions.
+func Parse(name string, data []byte) ([]*unstructured.Unstructured, error) {
+	docs, err := Read(name, data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(docs))
+	for i, d := range docs {
+		out[i] = d.Object
+	}
+	return out, nil
+}
+
+// NodeObject converts a parsed object (a mapping with apiVersion and kind) into an unstructured
+// object. Errors start with "line N:".
+func NodeObject(n *kyaml.Node) (*unstructured.Unstructured, error) {
+	if n.Kind == kyaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n.Kind != kyaml.MappingNode {
+		return nil, fmt.Errorf("line %d: an object must be a mapping with apiVersion and kind, not %s", n.Line, describeNode(n))
+	}
+	v, err := NodeValue(n)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: v.(map[string]any)}
+	if msg := checkObject(u.Object); msg != "" {
+		return nil, fmt.Errorf("line %d: %s", n.Line, msg)
+	}
+	return u, nil
+}
+
+// checkObject says what makes a value not a Kubernetes object, or "".
+func checkObject(obj map[string]any) string {
+	for _, k := range []string{"apiVersion", "kind"} {
+		s, isString := obj[k].(string)
+		if !isString || s == "" {
+			return fmt.Sprintf("every object needs apiVersion and kind (strings); %s is %s", k, describeValue(obj[k]))
+		}
+	}
+	// Every Kubernetes object's metadata is an ObjectMeta; anything else would be refused by any
+	// API server (and trips up tools that read annotations).
+	if md, present := obj["metadata"]; present && md != nil {
+		if _, isMap := md.(map[string]any); !isMap {
+			return fmt.Sprintf("metadata must be a mapping (name, namespace, labels, ...), not %s", describeValue(md))
+		}
+	}
+	return ""
+}
+
+// NodeValue converts a YAML node into the JSON-typed value unstructured objects hold (string,
+// bool, int64, float64, nil, []any, map[string]any). Aliases are expanded, within a budget so a
+// "billion laughs" document is an error instead of an out-of-memory crash; merge keys (<<) are
+// applied as kyaml applies them.
+func NodeValue(n *kyaml.Node) (any, error) {
+	c := &converter{budget: 4*countNodes(n, map[*kyaml.Node]bool{}) + 10000, active: map[*kyaml.Node]bool{}}
+	return c.value(n)
+}
+
+func countNodes(n *kyaml.Node, seen map[*kyaml.Node]bool) int {
+	if n == nil || seen[n] {
+		return 0
+	}
+	seen[n] = true
+	total := 1
+	for _, c := range n.Content {
+		total += countNodes(c, seen)
+	}
+	return total
+}
+
+type converter struct {
+	budget int
+	active map[*kyaml.Node]bool
+}
+
+func (c *converter) value(n *kyaml.Node) (any, error) {
+	c.budget--
+	if c.budget < 0 {
+		return nil, fmt.Errorf("line %d: aliases expand to too many values; write the values out instead", n.Line)
+	}
+	switch n.Kind {
+	case kyaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return c.value(n.Content[0])
+	case kyaml.AliasNode:
+		if n.Alias == nil || c.active[n.Alias] {
+			return nil, fmt.Errorf("line %d: alias *%s refers to a value that contains it", n.Line, n.Value)
+		}
+		c.active[n.Alias] = true
+		defer delete(c.active, n.Alias)
+		return c.value(n.Alias)
+	case kyaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, e := range n.Content {
+			v, err := c.value(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case kyaml.MappingNode:
+		return c.mapping(n)
+	case kyaml.ScalarNode:
+		return scalar(n)
+	}
+	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
+}
+
+func (c *converter) mapping(n *kyaml.Node) (any, error) {
+	out := make(map[string]any, len(n.Content)/2)
+	lines := make(map[string]int, len(n.Content)/2)
+	var merges []*kyaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == kyaml.AliasNode && k.Alias != nil {
+			k = k.Alias
+		}
+		if k.Kind != kyaml.ScalarNode {
+			return nil, fmt.Errorf("line %d: a mapping key must be a plain value, not %s", k.Line, describeNode(k))
+		}
+		if k.ShortTag() == "!!merge" {
+			merges = append(merges, v)
+			continue
+		}
+		key := k.Value
+		if first, dup := lines[key]; dup {
+			return nil, fmt.Errorf("line %d: mapping key %q already defined at line %d", k.Line, key, first)
+		}
+		lines[key] = k.Line
+		val, err := c.value(v)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = val
+	}
+	// Merge keys: explicit keys win, then earlier merged mappings over later ones.
+	for _, m := range merges {
+		sources := []*kyaml.Node{m}
+		if m.Kind == kyaml.SequenceNode {
+			sources = m.Content
+		}
+		for _, s := range sources {
+			v, err := c.value(s)
+			if err != nil {
+				return nil, err
+			}
+			mm, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("line %d: a merge key (<<) needs a mapping or a list of mappings", s.Line)
+			}
+			for k, e := range mm {
+				if _, set := out[k]; !set {
+					out[k] = e
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// scalar resolves a scalar as YAML 1.2 (go-yaml v3, as kyaml) and returns it as a JSON type.
+func scalar(n *kyaml.Node) (any, error) {
+	switch n.ShortTag() {
+	case "!!str", "!!timestamp":
+		// A timestamp stays the string it is written as, as kyaml reads it.
+		return n.Value, nil
+	case "!!null":
+		return nil, nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, fmt.Errorf("line %d: %s", n.Line, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	switch t := v.(type) {
+	case int:
+		return int64(t), nil
+	case int64:
+		return t, nil
+	case uint64:
+		if t <= math.MaxInt64 {
+			return int64(t), nil
+		}
+		return float64(t), nil
+	case float64:
+		if math.IsInf(t, 0) || math.IsNaN(t) {
+			return nil, fmt.Errorf("line %d: %s is not a number an API server accepts (JSON has no infinity or NaN)", n.Line, n.Value)
+		}
+		return t, nil
+	case string, bool, nil:
+		return t, nil
+	case []byte:
+		return string(t), nil
+	default:
+		return n.Value, nil
+	}
+}
+
+func describeNode(n *kyaml.Node) string {
+	switch n.Kind {
+	case kyaml.SequenceNode:
+		return "a list"
+	case kyaml.MappingNode:
+		return "a mapping"
+	case kyaml.AliasNode:
+		return "an alias"
+	}
+	if isNull(n) {
+		return "empty"
+	}
+	return fmt.Sprintf("the value %q", n.Value)
+}
+
+func describeValue(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "missing"
+	case string:
+		return "empty"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	default:
+		return fmt.Sprintf("%v", t)
+	}
+}

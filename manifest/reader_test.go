@@ -1,0 +1,186 @@
+package manifest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReadYAML12 pins the reading kustomize uses (kyaml, YAML 1.2), which the CLI did not share
+// before: each of these read differently in render and in the function.
+func TestReadYAML12(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		in     string
+		path   []string
+		want   any
+	}{
+		"YesIsAString": {
+			reason: "render rewrote a pass-through ConfigMap's flag: yes to true (YAML 1.1)",
+			in:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {flag: yes, other: on}\n",
+			path:   []string{"data", "flag"},
+			want:   "yes",
+		},
+		"YIsAString": {
+			reason: "metadata: {name: y} was the boolean true in render and the string y in the function",
+			in:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\n",
+			path:   []string{"metadata", "name"},
+			want:   "y",
+		},
+		"IntegersAreInt64": {
+			reason: "unstructured objects hold JSON types",
+			in:     "apiVersion: v1\nkind: X\nspec: {a: 12, b: 0o17, c: 18446744073709551615}\n",
+			path:   []string{"spec"},
+			want:   map[string]any{"a": int64(12), "b": int64(15), "c": float64(18446744073709551615)},
+		},
+		"TimestampsStayStrings": {
+			reason: "kyaml reads an unquoted date as the string written",
+			in:     "apiVersion: v1\nkind: X\nspec: {at: 2026-01-02}\n",
+			path:   []string{"spec", "at"},
+			want:   "2026-01-02",
+		},
+		"MergeKeys": {
+			reason: "kyaml applies merge keys; explicit keys win",
+			in:     "apiVersion: v1\nkind: X\nbase: &b {a: 1, b: 2}\nspec:\n  <<: *b\n  b: 3\n",
+			path:   []string{"spec"},
+			want:   map[string]any{"a": int64(1), "b": int64(3)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs, err := Parse("in.yaml", []byte(tc.in))
+			if err != nil {
+				t.Fatalf("%s\nParse: %v", tc.reason, err)
+			}
+			var got any = objs[0].Object
+			for _, p := range tc.path {
+				got = got.(map[string]any)[p]
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestReadErrors checks that malformed input is an error naming the file, the 1-based document
+// and the line, never a panic.
+func TestReadErrors(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		in     string
+		want   string
+	}{
+		"DuplicateKey": {
+			reason: "render kept the last of {image: busybox, image: alpine}; the function refused it",
+			in:     "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec:\n  containers:\n  - {name: a, image: busybox, image: alpine}\n",
+			want:   `in.yaml: document 2, line 10: mapping key "image" already defined at line 10`,
+		},
+		"SyntaxErrorLine": {
+			reason: "build and validate placed a syntax error on different lines, neither the right one",
+			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: b\n  labels:\n    a: b\n   c: d\n",
+			want:   "in.yaml: document 2, line 10: YAML syntax:",
+		},
+		"List": {
+			reason: "a document that is a list is not an object",
+			in:     "- [1]\n",
+			want:   "in.yaml: document 1, line 1: an object must be a mapping with apiVersion and kind, not a list",
+		},
+		"SecondDocumentScalar": {
+			reason: "every document must be an object",
+			in:     "apiVersion: v1\nkind: A\n---\n5\n",
+			want:   `in.yaml: document 2, line 4: an object must be a mapping with apiVersion and kind, not the value "5"`,
+		},
+		"NoKind": {
+			reason: "objects need apiVersion and kind",
+			in:     "metadata:\n  name: x\n",
+			want:   "in.yaml: document 1, line 1: every object needs apiVersion and kind (strings); apiVersion is missing",
+		},
+		"KindNotString": {
+			reason: "a kind that is a list is not a kind",
+			in:     "apiVersion: v1\nkind: [a]\n",
+			want:   "in.yaml: document 1, line 1: every object needs apiVersion and kind (strings); kind is a list",
+		},
+		"Infinity": {
+			reason: "JSON cannot hold .inf; encoding it later failed with a Go error",
+			in:     "apiVersion: v1\nkind: A\nspec: {x: .inf}\n",
+			want:   "in.yaml: document 1, line 3: .inf is not a number an API server accepts",
+		},
+		"AliasBomb": {
+			reason: "a billion-laughs document must be refused, not expanded",
+			in: "apiVersion: v1\nkind: A\na: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n" +
+				"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n" +
+				"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+			want: "aliases expand to too many values",
+		},
+		"ListItemNotObject": {
+			reason: "the items of a List must be objects",
+			in:     "apiVersion: v1\nkind: List\nitems: [5]\n",
+			want:   "in.yaml: document 1 (line 1): items[0] of the List: every item must be an object with apiVersion and kind",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Read("in.yaml", []byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s\nRead error = %v\nwant one containing %q", tc.reason, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadDocuments checks document numbering, lines and the text kept for byte-identical
+// pass-through.
+func TestReadDocuments(t *testing.T) {
+	in := "# header\n---\napiVersion: v1\nkind: A # comment\n---\n---\napiVersion: v1\nkind: B\ndata: {flag: yes}\n--- {apiVersion: v1, kind: C}\n"
+	docs, err := Read("in.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type pos struct {
+		Kind        string
+		Index, Line int
+		Text        string
+	}
+	var got []pos
+	for _, d := range docs {
+		got = append(got, pos{d.Object.GetKind(), d.Index, d.Line, string(d.Text)})
+	}
+	want := []pos{
+		{"A", 1, 3, "apiVersion: v1\nkind: A # comment\n"},
+		{"B", 2, 7, "apiVersion: v1\nkind: B\ndata: {flag: yes}\n"},
+		{"C", 3, 10, ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkReadManyKeys guards against the quadratic duplicate-key check of yaml.v3's decoder: a
+// ConfigMap with 100,000 keys took 53 s in the function. The bound is generous (the figure is in
+// the benchmark); quadratic reading would take minutes.
+func BenchmarkReadManyKeys(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		data := manyKeys(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := Parse("cm.yaml", data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func manyKeys(n int) []byte {
+	var sb strings.Builder
+	sb.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n")
+	for i := range n {
+		fmt.Fprintf(&sb, "  key%06d: value\n", i)
+	}
+	return []byte(sb.String())
+}

@@ -1,0 +1,222 @@
+package render
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+// The checks in this file are the API server's own rules for what the render turns into objects,
+// so that a render that succeeds is one the API server accepts. apimachinery's label, annotation
+// and selector validation is imported; the Pod and NetworkPolicy rules live in k8s.io/kubernetes
+// (pkg/apis/core/validation, pkg/apis/networking/validation), which is not importable, so the
+// rules are written here and each cites the one it follows.
+
+// ValidatePodTemplate checks a Sandbox's (or template's) pod template for what would make the
+// Pod the render emits impossible to create: labels and annotations (apimachinery's own
+// validation), and the containers (validateContainers).
+func ValidatePodTemplate(pt *agentsv1beta1.PodTemplate, path *field.Path) field.ErrorList {
+	md := path.Child("metadata")
+	errs := metav1validation.ValidateLabels(pt.ObjectMeta.Labels, md.Child("labels"))
+	errs = append(errs, apivalidation.ValidateAnnotations(pt.ObjectMeta.Annotations, md.Child("annotations"))...)
+	errs = append(errs, validateContainers(&pt.Spec, path.Child("spec"))...)
+	return SortErrors(errs)
+}
+
+// validateContainers follows k8s.io/kubernetes pkg/apis/core/validation: validateContainers and
+// validateInitContainers (a name is required, a DNS-1123 label, and unique among all containers
+// and init containers of the Pod; a Pod's container needs an image: "image: Required value") and
+// validateContainerPorts (containerPort in 1-65535, hostPort 0 or in 1-65535, protocol TCP, UDP
+// or SCTP, a port name an IANA_SVC_NAME unique within its container).
+func validateContainers(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]*field.Path{}
+	check := func(list string, cs []corev1.Container) {
+		for i := range cs {
+			c := &cs[i]
+			p := path.Child(list).Index(i)
+			switch {
+			case c.Name == "":
+				errs = append(errs, field.Required(p.Child("name"), "every container needs a name"))
+			case names[c.Name] != nil:
+				errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+			default:
+				names[c.Name] = p
+				for _, msg := range validation.IsDNS1123Label(c.Name) {
+					errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
+				}
+			}
+			if c.Image == "" {
+				errs = append(errs, field.Required(p.Child("image"), "the render turns the template into a Pod, and a Pod's container needs an image"))
+			}
+			portNames := map[string]*field.Path{} // unique per container; across containers only a warning
+			for j := range c.Ports {
+				errs = append(errs, validatePort(&c.Ports[j], p.Child("ports").Index(j), portNames)...)
+			}
+		}
+	}
+	check("initContainers", spec.InitContainers)
+	check("containers", spec.Containers)
+	return errs
+}
+
+func validatePort(port *corev1.ContainerPort, p *field.Path, names map[string]*field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if port.Name != "" {
+		for _, msg := range validation.IsValidPortName(port.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), port.Name, msg))
+		}
+		if prev := names[port.Name]; prev != nil {
+			errs = append(errs, field.Duplicate(p.Child("name"), port.Name))
+		}
+		names[port.Name] = p
+	}
+	if port.ContainerPort == 0 {
+		errs = append(errs, field.Required(p.Child("containerPort"), ""))
+	} else {
+		for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
+			errs = append(errs, field.Invalid(p.Child("containerPort"), port.ContainerPort, msg))
+		}
+	}
+	if port.HostPort != 0 {
+		for _, msg := range validation.IsValidPortNum(int(port.HostPort)) {
+			errs = append(errs, field.Invalid(p.Child("hostPort"), port.HostPort, msg))
+		}
+	}
+	errs = append(errs, validateProtocol(port.Protocol, p.Child("protocol"))...)
+	return errs
+}
+
+var protocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+
+func validateProtocol(proto corev1.Protocol, p *field.Path) field.ErrorList {
+	if proto == "" || slices.Contains(protocols, proto) {
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p, proto, protocols)}
+}
+
+// ValidateNetworkPolicyRules checks a template's custom NetworkPolicy rules as k8s.io/kubernetes
+// pkg/apis/networking/validation does (ValidateNetworkPolicyPort, ValidateNetworkPolicyPeer,
+// ValidateIPBlock): a port is a number in 1-65535 or an IANA_SVC_NAME, endPort only with a
+// numeric port and not below it, protocol TCP, UDP or SCTP; a peer is an ipBlock or selectors,
+// not both and not neither; an ipBlock's cidr is a valid CIDR and each except entry a valid CIDR
+// strictly inside it; selectors are valid label selectors.
+func ValidateNetworkPolicyRules(np *extv1beta1.NetworkPolicySpec, path *field.Path) field.ErrorList {
+	if np == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, r := range np.Ingress {
+		p := path.Child("ingress").Index(i)
+		errs = append(errs, validateNPPorts(r.Ports, p.Child("ports"))...)
+		for j := range r.From {
+			errs = append(errs, validateNPPeer(&r.From[j], p.Child("from").Index(j))...)
+		}
+	}
+	for i, r := range np.Egress {
+		p := path.Child("egress").Index(i)
+		errs = append(errs, validateNPPorts(r.Ports, p.Child("ports"))...)
+		for j := range r.To {
+			errs = append(errs, validateNPPeer(&r.To[j], p.Child("to").Index(j))...)
+		}
+	}
+	return SortErrors(errs)
+}
+
+func validateNPPorts(ports []networkingv1.NetworkPolicyPort, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, port := range ports {
+		p := path.Index(i)
+		if port.Protocol != nil {
+			errs = append(errs, validateProtocol(*port.Protocol, p.Child("protocol"))...)
+		}
+		if port.Port == nil {
+			if port.EndPort != nil {
+				errs = append(errs, field.Required(p.Child("port"), "endPort needs a numeric port"))
+			}
+			continue
+		}
+		if port.Port.Type == intstr.Int {
+			for _, msg := range validation.IsValidPortNum(int(port.Port.IntVal)) {
+				errs = append(errs, field.Invalid(p.Child("port"), port.Port.IntVal, msg))
+			}
+			if port.EndPort != nil {
+				if *port.EndPort < port.Port.IntVal {
+					errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, "must be greater than or equal to port"))
+				}
+				for _, msg := range validation.IsValidPortNum(int(*port.EndPort)) {
+					errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, msg))
+				}
+			}
+			continue
+		}
+		if port.EndPort != nil {
+			errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, "may not be specified when port is not a number"))
+		}
+		for _, msg := range validation.IsValidPortName(port.Port.StrVal) {
+			errs = append(errs, field.Invalid(p.Child("port"), port.Port.StrVal, msg))
+		}
+	}
+	return errs
+}
+
+func validateNPPeer(peer *networkingv1.NetworkPolicyPeer, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	opts := metav1validation.LabelSelectorValidationOptions{}
+	selectors := peer.PodSelector != nil || peer.NamespaceSelector != nil
+	switch {
+	case peer.IPBlock != nil && selectors:
+		errs = append(errs, field.Forbidden(p, "an ipBlock cannot be combined with podSelector or namespaceSelector; write two peers"))
+	case peer.IPBlock == nil && !selectors:
+		errs = append(errs, field.Required(p, "a peer needs an ipBlock, a podSelector or a namespaceSelector"))
+	}
+	errs = append(errs, metav1validation.ValidateLabelSelector(peer.PodSelector, opts, p.Child("podSelector"))...)
+	errs = append(errs, metav1validation.ValidateLabelSelector(peer.NamespaceSelector, opts, p.Child("namespaceSelector"))...)
+	if b := peer.IPBlock; b != nil {
+		bp := p.Child("ipBlock")
+		var cidr netip.Prefix
+		if b.CIDR == "" {
+			errs = append(errs, field.Required(bp.Child("cidr"), ""))
+		} else if cerrs := validation.IsValidCIDRForLegacyField(bp.Child("cidr"), b.CIDR, true, nil); len(cerrs) > 0 {
+			errs = append(errs, cerrs...)
+		} else {
+			cidr = netip.MustParsePrefix(b.CIDR)
+		}
+		for i, ex := range b.Except {
+			ep := bp.Child("except").Index(i)
+			if eerrs := validation.IsValidCIDRForLegacyField(ep, ex, true, nil); len(eerrs) > 0 {
+				errs = append(errs, eerrs...)
+				continue
+			}
+			e := netip.MustParsePrefix(ex)
+			if cidr.IsValid() && (e.Addr().Is4() != cidr.Addr().Is4() || e.Bits() <= cidr.Bits() || !cidr.Contains(e.Addr())) {
+				errs = append(errs, field.Invalid(ep, ex, "must be a strict subset of cidr "+b.CIDR))
+			}
+		}
+	}
+	return errs
+}
+
+// SortErrors orders field errors by field, type, detail and value: apimachinery's label and
+// annotation checks range over maps, and the same input must always report the same errors in
+// the same order.
+func SortErrors(errs field.ErrorList) field.ErrorList {
+	slices.SortStableFunc(errs, func(a, b *field.Error) int {
+		return cmp.Or(cmp.Compare(a.Field, b.Field), cmp.Compare(a.Type, b.Type), cmp.Compare(a.Detail, b.Detail),
+			cmp.Compare(fmt.Sprint(a.BadValue), fmt.Sprint(b.BadValue)))
+	})
+	return errs
+}
