@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"reflect"
 	"strings"
 
@@ -69,6 +70,10 @@ type SandboxRenderSpec struct {
 	AllowedLabelDomains []string `json:"allowedLabelDomains,omitempty"`
 	// DisableWarmPoolEviction stops marking warm pool pods safe to evict.
 	DisableWarmPoolEviction bool `json:"disableWarmPoolEviction,omitempty"`
+	// Now, RFC 3339, is the moment to preview: a Sandbox whose shutdownTime has passed by then
+	// renders what the controller leaves of it (no Pod or Service; under shutdownPolicy Delete,
+	// nothing), with a warning naming the field. Unset, the render does not depend on time.
+	Now *metav1.Time `json:"now,omitempty"`
 	// MaxPoolReplicas is the most members a SandboxWarmPool may ask for; a pool above it is an
 	// error on its spec.replicas before anything is rendered. 0 or unset means 10000.
 	MaxPoolReplicas *int32 `json:"maxPoolReplicas,omitempty"`
@@ -204,11 +209,16 @@ var (
 
 // Options are the render options the configuration asks for.
 func (c *SandboxRender) Options() render.Options {
-	return render.Options{
+	o := render.Options{
 		ClusterDomain:           c.Spec.ClusterDomain,
 		Policies:                c.Spec.Policies,
 		AllowedLabelDomains:     c.Spec.AllowedLabelDomains,
 		DisableWarmPoolEviction: c.Spec.DisableWarmPoolEviction,
 		MaxPoolReplicas:         ptr.Deref(c.Spec.MaxPoolReplicas, 0),
 	}
+	if c.Spec.Now != nil {
+		t := c.Spec.Now.Time
+		o.Now = &t
+	}
+	return o
 }

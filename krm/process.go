@@ -109,6 +109,12 @@ func process(rl *framework.ResourceList) ([]item, error) {
 		}
 		rendered = converted
 	}
+	for _, w := range bundle.ExpiryWarnings(objs, cfg.Options()) {
+		rl.Results = append(rl.Results, &framework.Result{Severity: framework.Warning, Message: w.Message,
+			ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "agents.x-k8s.io/v1beta1", Kind: w.Kind},
+				NameMeta: kyaml.NameMeta{Name: w.Name, Namespace: w.Namespace}},
+			Field: &framework.Field{Path: w.Field}})
+	}
 	if cfg.Spec.Mode == ModeValidate {
 		rl.Results = append(rl.Results, &framework.Result{Severity: framework.Info,
 			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(objs))})

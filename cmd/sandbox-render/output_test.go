@@ -218,7 +218,9 @@ func TestHelpExamples(t *testing.T) {
 	}
 	cmds := newRoot(strings.NewReader(""), io.Discard, io.Discard).Commands()
 	for _, c := range cmds {
-		if c.Name() == "help" || c.Name() == "completion" {
+		if c.Name() == "help" || c.Name() == "completion" || c.Name() == "migrate" {
+			// migrate's examples need a v1alpha1 tree (and --check exits 1 by design):
+			// TestMigrateHelpExamplesRun runs them on one.
 			continue
 		}
 		t.Run(c.Name(), func(t *testing.T) {

@@ -12,9 +12,11 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/yaml"
@@ -219,12 +221,14 @@ func configError(results framework.Results) bool {
 type inputFlags struct {
 	config             string
 	clusterDomain      string
+	now                string
 	keepSourceVersions bool
 }
 
 func (f *inputFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.config, "config", "", "a SandboxRender functionConfig file with the render options (see sandbox-render --help)")
 	cmd.Flags().StringVar(&f.clusterDomain, "cluster-domain", "", "cluster DNS domain for Service FQDNs (overrides the config; default cluster.local)")
+	cmd.Flags().StringVar(&f.now, "now", "", "preview the moment given (RFC 3339, e.g. 2026-06-01T12:00:00Z): Sandboxes past their shutdownTime render as the controller leaves them, with a warning (overrides the config's spec.now)")
 	cmd.Flags().BoolVar(&f.keepSourceVersions, "keep-source-versions", false, "write v1alpha1 input objects as they are instead of converted to v1beta1 (for clusters that still serve v1alpha1)")
 }
 
@@ -243,6 +247,13 @@ func (f *inputFlags) load(in *inputs) (*krm.SandboxRender, error) {
 	cfg, err := krm.ParseConfig(data)
 	if err != nil {
 		return nil, usageErr("%s: %v", from, err)
+	}
+	if f.now != "" {
+		t, err := time.Parse(time.RFC3339, f.now)
+		if err != nil {
+			return nil, usageErr("--now %q: not an RFC 3339 time such as 2026-06-01T12:00:00Z", f.now)
+		}
+		cfg.Spec.Now = &metav1.Time{Time: t}
 	}
 	if f.clusterDomain != "" {
 		cfg.Spec.ClusterDomain = f.clusterDomain
@@ -274,6 +285,9 @@ func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*
 	out, err := bundle.Expand(in.objs, cfg.Options())
 	if err != nil {
 		return nil, nil, nil, in.findings(err, stderr)
+	}
+	for _, w := range bundle.ExpiryWarnings(in.objs, cfg.Options()) {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	if *cfg.Spec.KeepSources && !cfg.Spec.KeepSourceVersions {
 		if out, err = in.convertSources(out); err != nil {
