@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apivalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
@@ -94,6 +95,16 @@ func (vs *versionSchema) admit(obj map[string]any) field.ErrorList {
 	// kube-openapi reports errors in map order (metadata before or after spec); sorted, the same
 	// input always reports the same errors in the same order.
 	errs = append(errs, render.SortErrors(readable(vs.validate(obj), obj))...)
+	// List sets and list maps must not repeat an item or a key (two ports 8080/TCP in a
+	// container): the API server checks this apart from the OpenAPI schema, with this function.
+	// The check walks the schema's properties in map order: sorted, the report is stable.
+	for _, e := range render.SortErrors(listtype.ValidateListSetsAndMaps(nil, vs.structural, obj)) {
+		if containerItem.MatchString(e.Field) {
+			// Two containers of one name: render.ValidatePodTemplate says so on the name.
+			continue
+		}
+		errs = append(errs, e)
+	}
 	return errs
 }
 
@@ -127,6 +138,9 @@ func (vs *versionSchema) validate(obj map[string]any) field.ErrorList {
 	}
 	return errs
 }
+
+// containerItem is a container of a pod template, as the list-map check names a duplicate.
+var containerItem = regexp.MustCompile(`^spec\.podTemplate\.spec\.(initContainers|containers|ephemeralContainers)\[\d+\]$`)
 
 // typeDetail is kube-openapi's message for a value of the wrong type: "<path> in body must be of
 // type <type>: "<Go type of the value>"".
