@@ -24,7 +24,7 @@ var documents = []string{"README.md", filepath.Join("docs", "gitops.md")}
 // notRun are the commands the test cannot run, with the reason.
 var notRun = map[string]string{
 	"make test": "it is the test suite that runs this test",
-	"go run ./cmd/sandbox-router --kubeconfig ~/.kube/config --listen 127.0.0.1:8080": "it needs a cluster; cmd/sandbox-router's TestAgainstAPIServer runs the binary against a real API server",
+	"go run ./cmd/sandbox-router --kubeconfig ~/.kube/config --listen 127.0.0.1:8080":            "it needs a cluster; cmd/sandbox-router's TestAgainstAPIServer runs the binary against a real API server",
 	"curl -H 'X-Sandbox-ID: my-sandbox' -H 'X-Sandbox-Namespace: team-a' http://127.0.0.1:8080/": "it needs the router above running against a cluster; router's tests send the same headers",
 }
 
