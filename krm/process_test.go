@@ -252,3 +252,30 @@ func resultsOf(t *testing.T, out string) []framework.Result {
 	}
 	return got
 }
+
+// TestNowPreviewsExpiry: with spec.now past a Sandbox's shutdownTime, the function renders what
+// the controller leaves (no Pod or Service) and says why in a warning naming the field; without
+// spec.now the render does not depend on time.
+func TestNowPreviewsExpiry(t *testing.T) {
+	expiring := strings.Replace(sandbox, "  service: true", "  service: true\n  shutdownTime: \"2030-01-01T00:00:00Z\"", 1)
+	config := "apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata:\n  name: r\nspec:\n  now: \"2031-01-01T00:00:00Z\""
+	out, err := run(t, config, expiring)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if diff := cmp.Diff([]string{"Sandbox/agent"}, kinds(items(t, out))); diff != "" {
+		t.Errorf("items at spec.now (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{"severity: warning", "path: spec.shutdownTime", "2030-01-01T00:00:00Z has passed at the preview"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the results:\n%s", want, out)
+		}
+	}
+	out, err = run(t, "", expiring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Pod/agent", "Sandbox/agent", "Service/agent"}, kinds(items(t, out))); diff != "" {
+		t.Errorf("items without spec.now (-want +got):\n%s", diff)
+	}
+}
