@@ -123,14 +123,16 @@ func (a applier) replaceSpec(ctx context.Context, live client.Object, want map[s
 	if err != nil {
 		return err
 	}
-	return a.client.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
+	// live may be the cache's own object: the response goes into a copy.
+	return a.client.Patch(ctx, live.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
 }
 
 // delete deletes obj if it is still the object observed (same UID); an object already gone is
 // fine.
 func (a applier) delete(ctx context.Context, obj client.Object) (Outcome, error) {
 	uid := obj.GetUID()
-	err := a.client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	// obj may be the cache's own object: the client is given a copy.
+	err := a.client.Delete(ctx, obj.DeepCopyObject().(client.Object), client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("deleting %T %q: %w", obj, obj.GetName(), err)
 	}

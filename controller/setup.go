@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,7 +44,11 @@ const nameHashIndex = "sandboxNameHash"
 // are cached without managedFields.
 func CacheOptions(opts Options) cache.Options {
 	labelled, _ := labels.NewRequirement(agentsv1beta1.SandboxNameHashLabel, selection.Exists, nil)
-	children := cache.ByObject{Label: labels.NewSelector().Add(*labelled), Transform: keepOwnManagedFields}
+	// Reads hand out the cached objects themselves, not copies: the reconcilers never modify
+	// what they read (render is pure; writes go from copies), and a copy of every Pod on every
+	// pass was most of the controller's allocations.
+	shared := ptr.To(true)
+	children := cache.ByObject{Label: labels.NewSelector().Add(*labelled), Transform: keepOwnManagedFields, UnsafeDisableDeepCopy: shared}
 	var namespaces map[string]cache.Config
 	if len(opts.Namespaces) > 0 {
 		namespaces = map[string]cache.Config{}
@@ -58,9 +63,9 @@ func CacheOptions(opts Options) cache.Options {
 			&corev1.Service{}:               children,
 			&corev1.PersistentVolumeClaim{}: children,
 			// Template policies carry no labels, so every NetworkPolicy is cached (few exist).
-			&networkingv1.NetworkPolicy{}: {Transform: keepOwnManagedFields},
-			&agentsv1beta1.Sandbox{}:      {Transform: cache.TransformStripManagedFields()},
-			&extv1beta1.SandboxTemplate{}: {Transform: cache.TransformStripManagedFields()},
+			&networkingv1.NetworkPolicy{}: {Transform: keepOwnManagedFields, UnsafeDisableDeepCopy: shared},
+			&agentsv1beta1.Sandbox{}:      {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
+			&extv1beta1.SandboxTemplate{}: {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
 		},
 	}
 }
