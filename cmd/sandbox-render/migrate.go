@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -157,37 +156,19 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// yamlFiles is the file an argument names, or the *.yaml and *.yml files below a directory, in
-// name order.
+// yamlFiles is the file an argument names, or the *.yaml and *.yml files (or links to them)
+// below a directory, in name order.
 func yamlFiles(arg string) ([]string, error) {
 	if arg == "-" {
 		return nil, fmt.Errorf("migrate rewrites files in place; standard input is not a file")
 	}
-	info, err := os.Stat(arg)
-	if err != nil {
-		return nil, err
-	}
-	if !info.IsDir() {
-		return []string{arg}, nil
-	}
-	var files []string
-	err = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		switch strings.ToLower(filepath.Ext(p)) {
+	return filesBelow(arg, "*.yaml or *.yml", func(d fs.DirEntry) bool {
+		switch strings.ToLower(filepath.Ext(d.Name())) {
 		case ".yaml", ".yml":
-			if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
-				files = append(files, p)
-			}
+			return d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0
 		}
-		return nil
+		return false
 	})
-	sort.Strings(files)
-	if err == nil && len(files) == 0 {
-		err = fmt.Errorf("%s: no *.yaml or *.yml files", arg)
-	}
-	return files, err
 }
 
 // writeInPlace replaces a file's content atomically: a temporary file beside the real one (after

@@ -584,6 +584,18 @@ func expand(arg string) ([]string, error) {
 	if arg == "-" {
 		return []string{"-"}, nil
 	}
+	return filesBelow(arg, "*.yaml, *.yml or *.json", func(d fs.DirEntry) bool {
+		switch strings.ToLower(filepath.Ext(d.Name())) {
+		case ".yaml", ".yml", ".json":
+			return !d.IsDir() && !isKustomization(d.Name())
+		}
+		return false
+	})
+}
+
+// filesBelow is the file an argument names, or the files below a directory that keep accepts,
+// in name order; a directory with none is an error saying what was looked for.
+func filesBelow(arg, what string, keep func(fs.DirEntry) bool) ([]string, error) {
 	info, err := os.Stat(arg)
 	if err != nil {
 		return nil, err
@@ -596,17 +608,14 @@ func expand(arg string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-			if !d.IsDir() && !isKustomization(d.Name()) {
-				files = append(files, p)
-			}
+		if keep(d) {
+			files = append(files, p)
 		}
 		return nil
 	})
 	sort.Strings(files)
 	if err == nil && len(files) == 0 {
-		err = fmt.Errorf("%s: no *.yaml, *.yml or *.json files", arg)
+		err = fmt.Errorf("%s: no %s files", arg, what)
 	}
 	return files, err
 }
