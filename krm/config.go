@@ -77,6 +77,9 @@ type SandboxRenderSpec struct {
 	// MaxPoolReplicas is the most members a SandboxWarmPool may ask for; a pool above it is an
 	// error on its spec.replicas before anything is rendered. 0 or unset means 10000.
 	MaxPoolReplicas *int32 `json:"maxPoolReplicas,omitempty"`
+	// MaxPoolMembers is the most members all pools of one render may ask for together; above it
+	// the render is an error before anything is rendered. 0 or unset means 20000.
+	MaxPoolMembers *int64 `json:"maxPoolMembers,omitempty"`
 	// Resources are objects to render when the function runs as a kustomize generator, which
 	// receives no items: the generator emits them and their children.
 	Resources []map[string]any `json:"resources,omitempty"`
@@ -196,6 +199,9 @@ func (c *SandboxRender) Validate() error {
 	if n := c.Spec.MaxPoolReplicas; n != nil && *n < 0 {
 		errs = append(errs, field.Invalid(spec.Child("maxPoolReplicas"), *n, "must be 0 or more (0 means the default, 10000)"))
 	}
+	if n := c.Spec.MaxPoolMembers; n != nil && *n < 0 {
+		errs = append(errs, field.Invalid(spec.Child("maxPoolMembers"), *n, "must be 0 or more (0 means the default, 20000)"))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid functionConfig %s: %w", Kind, errs.ToAggregate())
 	}
@@ -215,6 +221,7 @@ func (c *SandboxRender) Options() render.Options {
 		AllowedLabelDomains:     c.Spec.AllowedLabelDomains,
 		DisableWarmPoolEviction: c.Spec.DisableWarmPoolEviction,
 		MaxPoolReplicas:         ptr.Deref(c.Spec.MaxPoolReplicas, 0),
+		MaxPoolMembers:          ptr.Deref(c.Spec.MaxPoolMembers, 0),
 	}
 	if c.Spec.Now != nil {
 		t := c.Spec.Now.Time

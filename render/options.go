@@ -38,6 +38,21 @@ type Options struct {
 	// DefaultMaxPoolReplicas. The schema allows up to 2^31-1 replicas, which a render would try to
 	// hold in memory (replicas: 2147483647 died out of memory in 0.2 s).
 	MaxPoolReplicas int32
+	// MaxPoolMembers is the most members all the pools of one render may ask for together; more
+	// is an error before any member is allocated. 0 means DefaultMaxPoolMembers. Memory grows by
+	// about 49 KB per member, so without it many pools under MaxPoolReplicas each could still
+	// exhaust a CI runner.
+	MaxPoolMembers int64
+}
+
+// DefaultMaxPoolMembers is the default of Options.MaxPoolMembers: two full pools, about 1 GB.
+const DefaultMaxPoolMembers = 20000
+
+func (o Options) maxPoolMembers() int64 {
+	if o.MaxPoolMembers <= 0 {
+		return DefaultMaxPoolMembers
+	}
+	return o.MaxPoolMembers
 }
 
 // DefaultMaxPoolReplicas is the default of Options.MaxPoolReplicas: larger than any warm pool we

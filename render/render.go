@@ -61,6 +61,17 @@ func Render(in *Input, opts Options) ([]Child, error) {
 	for _, t := range sortedByName(in.Templates) {
 		r.template(t)
 	}
+	// Checked before any pool renders a member: the sum is known from the specs alone. A pool
+	// over its own limit is reported on its spec.replicas instead, and renders nothing.
+	var members int64
+	for _, p := range in.Pools {
+		if n := Replicas(p); n <= opts.maxPoolReplicas() {
+			members += int64(n)
+		}
+	}
+	if limit := opts.maxPoolMembers(); members > limit {
+		return nil, fmt.Errorf("the SandboxWarmPools of this input ask for %d members in all, more than the limit of %d per render; render them in parts, or raise the limit (SandboxRender spec.maxPoolMembers)", members, limit)
+	}
 	for _, p := range sortedByName(in.Pools) {
 		r.pool(p, in.Templates)
 	}
