@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
@@ -85,7 +86,7 @@ func patchSelector(t *testing.T, ns, name string, selector map[string]string) {
 	}
 	orig := svc.DeepCopy()
 	svc.Spec.Selector = selector
-	if err := admin.Patch(context.Background(), svc, clientMergeFrom(orig)); err != nil {
+	if err := admin.Patch(context.Background(), svc, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -419,8 +419,6 @@ func controllerWrites(before, after map[string]float64) (total float64, by map[s
 	return total, by
 }
 
-func clientMergeFrom(obj client.Object) client.Patch { return client.MergeFrom(obj) }
-
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
 
 func intOrString(i int32) *intstr.IntOrString { v := intstr.FromInt32(i); return &v }

@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
@@ -74,7 +75,7 @@ func TestTemplateNetworkPolicy(t *testing.T) {
 	}
 	orig := np.DeepCopy()
 	np.Spec.Egress = nil
-	if err := admin.Patch(context.Background(), np, clientMergeFrom(orig)); err != nil {
+	if err := admin.Patch(context.Background(), np, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the drifted policy restored", func() error {

@@ -166,10 +166,8 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 			switch action {
 			case ActionUpdate, ActionAdopt:
 				// Only the metadata of an existing Pod is kept in sync (upstream #581, #612).
+				// children.Pod is set: only a running Sandbox's Pod is updated or adopted.
 				want := children.Pod
-				if want == nil { // suspended Sandboxes never update, so this is defensive
-					want = sandboxPod(sb, &corev1.PodSpec{}, controllerOf(sb), NameHash(sb.Name))
-				}
 				intent := metadataIntent(want, want.Labels, want.Annotations)
 				intent.SetName(pod.Name)
 				plan.Steps = append(plan.Steps, Step{action, "Pod", pod.Name,

@@ -114,6 +114,10 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	if err != nil {
 		return nil, nil, fmt.Errorf("--render-config %s: %w", f.renderConfig, err)
 	}
+	if cfg.Spec.Now != nil {
+		// A preview's moment: the controller acts at the time it is, and would silently ignore it.
+		return nil, nil, fmt.Errorf("--render-config %s: spec.now previews a moment in a render; the controller uses its clock, remove it", f.renderConfig)
+	}
 	if f.clusterDomain != "" {
 		cfg.Spec.ClusterDomain = f.clusterDomain
 	}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUsage: every way to start the controller wrongly exits 2 with a message naming the
+// problem, before it looks for a cluster; --help exits 0 and lists the flags.
+func TestUsage(t *testing.T) {
+	dir := t.TempDir()
+	withNow := filepath.Join(dir, "now.yaml")
+	if err := os.WriteFile(withNow, []byte("apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata:\n  name: r\nspec:\n  now: \"2026-06-01T12:00:00Z\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	typo := filepath.Join(dir, "typo.yaml")
+	if err := os.WriteFile(typo, []byte("apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata:\n  name: r\nspec:\n  clusterDomian: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		"help":                 {args: []string{"--help"}, wantCode: 0, wantErr: "--render-config"},
+		"unknown flag":         {args: []string{"--nope"}, wantCode: 2, wantErr: "flag provided but not defined: -nope"},
+		"bad number":           {args: []string{"--sandbox-workers", "x"}, wantCode: 2, wantErr: "-sandbox-workers"},
+		"no workers":           {args: []string{"--sandbox-workers", "0"}, wantCode: 2, wantErr: "at least 1"},
+		"bad rate":             {args: []string{"--kube-api-qps", "-1"}, wantCode: 2, wantErr: "must be positive"},
+		"unknown pack":         {args: []string{"--policy-packs", "restricted,nope"}, wantCode: 2, wantErr: `unknown pack "nope"`},
+		"arguments":            {args: []string{"extra"}, wantCode: 2, wantErr: "takes flags only"},
+		"missing config":       {args: []string{"--render-config", filepath.Join(dir, "absent.yaml")}, wantCode: 2, wantErr: "absent.yaml"},
+		"config with a typo":   {args: []string{"--render-config", typo}, wantCode: 2, wantErr: "clusterDomian"},
+		"config with spec.now": {args: []string{"--render-config", withNow}, wantCode: 2, wantErr: "spec.now"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			if code := run(context.Background(), tc.args, &stderr); code != tc.wantCode {
+				t.Errorf("exit %d, want %d\n%s", code, tc.wantCode, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.wantErr) {
+				t.Errorf("stderr does not name %q:\n%s", tc.wantErr, stderr.String())
+			}
+		})
+	}
+}
