@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -65,11 +66,22 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	obs.Taken = make(map[string]bool, len(all.Items))
+	sandboxNames := make(map[string]bool, len(all.Items))
 	for i := range all.Items {
 		obs.Taken[all.Items[i].Name] = true
+		sandboxNames[all.Items[i].Name] = true
+	}
+	// A deleted member's Pod outlives it until garbage collection; a new member of that name
+	// would find a Pod it does not own. Names with a Pod are taken too.
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(pool.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range pods.Items {
+		obs.Taken[pods.Items[i].Name] = true
 	}
 	key := req.String()
-	creating, deleting := r.inFlight.pending(key, obs.Taken, now)
+	creating, deleting := r.inFlight.pending(key, sandboxNames, now)
 	obs.InFlightCreates, obs.InFlightDeletes = len(creating), len(deleting)
 	for _, name := range creating {
 		obs.Taken[name] = true
