@@ -114,10 +114,8 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, obs PoolObservation, now time.Ti
 			deadline := sb.CreationTimestamp.Add(PoolReadinessGrace)
 			switch {
 			case now.Before(deadline):
-				plan.requeue(deadline.Sub(now))
 			case unschedulable(sb):
 				plan.Held = append(plan.Held, sb)
-				plan.requeue(poolUnschedulableRecheck)
 			default:
 				plan.Delete = append(plan.Delete, PoolDeletion{sb, DeleteStuck})
 				terminating++
@@ -145,6 +143,18 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, obs PoolObservation, now time.Ti
 			plan.Delete = append(plan.Delete, PoolDeletion{sb, DeleteScaleDown})
 		}
 		active = excess[n:]
+	}
+	// The members kept wait on time only while they are not Ready: until their grace ends, or
+	// for the next look at one that cannot be scheduled.
+	for _, sb := range active {
+		if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
+			continue
+		}
+		if deadline := sb.CreationTimestamp.Add(PoolReadinessGrace); now.Before(deadline) {
+			plan.requeue(deadline.Sub(now))
+		} else {
+			plan.requeue(poolUnschedulableRecheck)
+		}
 	}
 	plan.Status = PoolStatus(pool, active)
 	return plan
