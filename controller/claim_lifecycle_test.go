@@ -122,6 +122,9 @@ func TestClaimRejections(t *testing.T) {
 			t.Errorf("%s: message\n  %q\nwant\n  %q", name, msg, tc.msg)
 		}
 	}
+	// The user's own Sandbox "taken" runs too; its writes end when it is Ready.
+	waitReady(t, ns, "taken", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	time.Sleep(time.Second)
 	w0 := writeCounts(t)
 	time.Sleep(2 * time.Second)
 	if n, by := controllerWrites(w0, writeCounts(t)); n != 0 {
