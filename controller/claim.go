@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -51,16 +53,46 @@ type ClaimReconciler struct {
 	Events    *eventSink
 	Render    render.Options
 	Now       func() time.Time
+	// statusFrom remembers, per claim, the resourceVersion its last status write started from:
+	// a pass that still reads that version from the cache has not seen the write yet, and the
+	// write's own watch event brings the pass that has.
+	statusFrom sync.Map
+	// adoptedFrom remembers, per adopted member, the resourceVersion the adoption was applied
+	// on: while the cache still shows that version, the member is not offered to other claims
+	// (it would only meet a 409; the resourceVersion lock stays what decides).
+	adoptedFrom sync.Map
+	// adopting holds the members an adoption of this process is in flight on, so that two
+	// workers do not send two adoptions of which one can only fail.
+	adopting sync.Map
+	// claimed remembers the Sandbox this process acquired for each claim (by claim UID), for the
+	// passes that run before the cache shows it.
+	claimed sync.Map
+	// leading is when this process started reconciling claims (it won the leader election): a
+	// claim created after it can only have a Sandbox this process made.
+	leading atomic.Pointer[time.Time]
+}
+
+// Start records when claims start being reconciled; the manager runs it once this replica
+// leads.
+func (r *ClaimReconciler) Start(ctx context.Context) error {
+	now := r.now()
+	r.leading.Store(&now)
+	<-ctx.Done()
+	return nil
 }
 
 // Reconcile runs one pass over a claim: read, expire, find or adopt or create, re-sync, status.
 func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	claim := &extv1beta1.SandboxClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.statusFrom.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !claim.DeletionTimestamp.IsZero() {
 		// Its Sandbox goes with it through the owner reference.
+		r.statusFrom.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	now := r.now()
@@ -113,6 +145,7 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.writeStatus(ctx, claim, &st, launchTypeOf(sb, launch)); err != nil {
 		return ctrl.Result{}, err
 	}
+	log.FromContext(ctx).V(1).Info("claim pass", "took", time.Since(now).String(), "launch", launch)
 	return result, nil
 }
 
@@ -133,6 +166,22 @@ func (r *ClaimReconciler) claimedSandbox(ctx context.Context, claim *extv1beta1.
 	}
 	if sb := controlledBy(list.Items, claim); sb != nil {
 		return sb, nil
+	}
+	if name, ok := r.claimed.Load(claim.UID); ok {
+		// Ours, not in the cache yet.
+		sb := &agentsv1beta1.Sandbox{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: name.(string)}, sb)
+		if err == nil && metav1.IsControlledBy(sb, claim) && sb.DeletionTimestamp == nil {
+			return sb, nil
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		r.claimed.Delete(claim.UID)
+	}
+	if since := r.leading.Load(); since != nil && claim.CreationTimestamp.Time.After(since.Truncate(time.Second)) {
+		// Created while this process leads, and it acquired nothing for it: no Sandbox exists.
+		return nil, nil
 	}
 	list = &agentsv1beta1.SandboxList{}
 	if err := r.APIReader.List(ctx, list, client.InNamespace(claim.Namespace), client.MatchingLabels{extv1beta1.SandboxIDLabel: string(claim.UID)}); err != nil {
@@ -190,7 +239,12 @@ func (r *ClaimReconciler) acquire(ctx context.Context, claim *extv1beta1.Sandbox
 		if err := r.Client.List(ctx, members, client.InNamespace(claim.Namespace), client.MatchingFields{warmPoolIndex: render.NameHash(cp.Pool.Name)}); err != nil {
 			return nil, "", 0, nil, err
 		}
-		cands := render.ClaimWarmCandidates(claim, cp, pointers(members.Items), r.Render)
+		claims := &extv1beta1.SandboxClaimList{}
+		if err := r.Client.List(ctx, claims, client.InNamespace(claim.Namespace), client.MatchingFields{poolRefIndex: cp.Pool.Name}); err != nil {
+			return nil, "", 0, nil, err
+		}
+		rank := render.ClaimRank(claim, notYetSeen(&r.statusFrom, pointers(claims.Items)))
+		cands := render.ClaimWarmCandidates(claim, cp, notYetSeen(&r.adoptedFrom, pointers(members.Items)), rank, r.Render)
 		for _, c := range cands.Adoptable {
 			adopted, cerr, err := r.adopt(ctx, claim, c, cp)
 			if err != nil || cerr != nil {
@@ -219,6 +273,11 @@ func (r *ClaimReconciler) acquire(ctx context.Context, claim *extv1beta1.Sandbox
 // member's resourceVersion. A 409 means the member changed since it was read: it is read again
 // from the API server and tried again if it is still in the pool, else skipped (nil, nil).
 func (r *ClaimReconciler) adopt(ctx context.Context, claim *extv1beta1.SandboxClaim, member *agentsv1beta1.Sandbox, cp render.ClaimPool) (*agentsv1beta1.Sandbox, *render.ClaimError, error) {
+	key := client.ObjectKeyFromObject(member)
+	if holder, busy := r.adopting.LoadOrStore(key, claim.UID); busy && holder != claim.UID {
+		return nil, nil, nil
+	}
+	defer r.adopting.Delete(key)
 	for attempt := 0; attempt < 3; attempt++ {
 		intent, cerr := render.AdoptWarmSandbox(member, claim, cp.Template)
 		if cerr != nil {
@@ -227,9 +286,12 @@ func (r *ClaimReconciler) adopt(ctx context.Context, claim *extv1beta1.SandboxCl
 		adopted, err := applySandbox(ctx, r.Client, intent, member.ResourceVersion)
 		switch {
 		case err == nil:
+			r.adoptedFrom.Store(key, member.ResourceVersion)
+			r.claimed.Store(claim.UID, adopted.Name)
 			r.Events.normal(claim, "SandboxAdopted", fmt.Sprintf("Adopted warm pool Sandbox %q", adopted.Name))
 			return adopted, nil, nil
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+			log.FromContext(ctx).V(1).Info("adoption lost a race; reading the member again", "sandbox", member.Name, "error", err.Error())
 		default:
 			return nil, nil, err
 		}
@@ -243,6 +305,24 @@ func (r *ClaimReconciler) adopt(ctx context.Context, claim *extv1beta1.SandboxCl
 		member = fresh
 	}
 	return nil, nil, nil
+}
+
+// notYetSeen leaves out the objects whose cached version is the one a write of ours started
+// from (the cache has not caught up with it yet), and forgets the entries the cache has caught
+// up with.
+func notYetSeen[T client.Object](from *sync.Map, objs []T) []T {
+	out := objs[:0:0]
+	for _, o := range objs {
+		key := client.ObjectKeyFromObject(o)
+		if rv, ok := from.Load(key); ok {
+			if rv == o.GetResourceVersion() {
+				continue
+			}
+			from.CompareAndDelete(key, rv)
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // createCold creates the claim's own Sandbox. A Sandbox of the claim's name that someone else
@@ -262,6 +342,7 @@ func (r *ClaimReconciler) createCold(ctx context.Context, claim *extv1beta1.Sand
 	if err != nil {
 		return nil, err
 	}
+	r.claimed.Store(claim.UID, sb.Name)
 	r.Events.normal(claim, "SandboxProvisioned", fmt.Sprintf("Created Sandbox %q", sb.Name))
 	return sb, nil
 }
@@ -335,6 +416,12 @@ func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.San
 	if !render.ClaimStatusNeedsWrite(&claim.Status, next) {
 		return nil
 	}
+	key := client.ObjectKeyFromObject(claim)
+	if from, ok := r.statusFrom.Load(key); ok && from == claim.ResourceVersion {
+		// The cache has not seen our last write; its watch event brings the next pass. Writing
+		// now would only meet a 409.
+		return nil
+	}
 	updated := claim.DeepCopy()
 	updated.Status = *next
 	err := r.Client.Status().Patch(ctx, updated, client.MergeFromWithOptions(claim, client.MergeFromWithOptimisticLock{}))
@@ -344,6 +431,7 @@ func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.San
 	if err != nil {
 		return fmt.Errorf("writing the status of SandboxClaim %q: %w", claim.Name, err)
 	}
+	r.statusFrom.Store(key, claim.ResourceVersion)
 	wasReady := meta.IsStatusConditionTrue(claim.Status.Conditions, agentsv1beta1.ConditionReady)
 	if !wasReady && meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) {
 		observeClaimReady(launch, r.now().Sub(claim.CreationTimestamp.Time))

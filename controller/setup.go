@@ -147,6 +147,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	c := mgr.GetClient()
 	if opts.runs("sandboxclaim") {
 		claims := &ClaimReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
+		if err := mgr.Add(claims); err != nil {
+			return fmt.Errorf("setting up the SandboxClaim controller: %w", err)
+		}
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandboxclaim").
 			For(&extv1beta1.SandboxClaim{}).

@@ -226,7 +226,7 @@ func TestClaimWarmCandidates(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := ClaimWarmCandidates(claimOn("pool", "1"), tc.cp, tc.members, Options{})
+			got := ClaimWarmCandidates(claimOn("pool", "1"), tc.cp, tc.members, 7, Options{})
 			var gotNames []string
 			for _, sb := range got.Adoptable {
 				gotNames = append(gotNames, sb.Name)
@@ -248,7 +248,8 @@ func TestClaimWarmCandidates(t *testing.T) {
 	}
 }
 
-// TestClaimWarmCandidatesSpread: claims arriving together start at different Ready members.
+// TestClaimWarmCandidatesSpread: claims arriving together start at distinct Ready members, in
+// the order they wait, whatever order they are listed in.
 func TestClaimWarmCandidatesSpread(t *testing.T) {
 	tpl := poolTemplate("python:3.12")
 	pool := testPool(5, "")
@@ -256,13 +257,20 @@ func TestClaimWarmCandidatesSpread(t *testing.T) {
 	for i := range 5 {
 		members = append(members, member(pool, tpl, fmt.Sprintf("m%d", i), time.Minute, ready))
 	}
-	first := map[string]bool{}
-	for i := range 20 {
-		c := ClaimWarmCandidates(claimOn("pool", fmt.Sprint(i)), ClaimPool{Pool: pool, Template: tpl}, members, Options{})
-		first[c.Adoptable[0].Name] = true
+	var claims []*extv1beta1.SandboxClaim
+	for i := range 5 {
+		claims = append(claims, claimOn("pool", fmt.Sprint(i)))
 	}
-	if len(first) < 3 {
-		t.Errorf("20 claims start at only %d distinct members: %v", len(first), first)
+	bound := claimOn("pool", "bound")
+	bound.Status.SandboxStatus.Name = "m9"
+	listed := append([]*extv1beta1.SandboxClaim{bound}, claims[4], claims[2], claims[0], claims[3], claims[1])
+	var first []string
+	for _, c := range claims {
+		got := ClaimWarmCandidates(c, ClaimPool{Pool: pool, Template: tpl}, members, ClaimRank(c, listed), Options{})
+		first = append(first, got.Adoptable[0].Name)
+	}
+	if diff := cmp.Diff([]string{"m0", "m1", "m2", "m3", "m4"}, first); diff != "" {
+		t.Errorf("first candidates (-want +got):\n%s", diff)
 	}
 }
 

@@ -53,11 +53,34 @@ func Adoptable(sb *agentsv1beta1.Sandbox, namespace, pool string) bool {
 	return group == extv1beta1.GroupVersion.Group && kind == extv1beta1.SandboxWarmPoolKind && ref.Name == pool
 }
 
+// ClaimRank is a claim's place among the claims of its pool that wait for a Sandbox (no
+// status.sandbox.name yet), oldest first, ties by name. Workers that see the same claims and
+// members give the k-th waiting claim the k-th Ready member, so claims arriving together do not
+// race for the same member; a claim not among them ranks by a hash of its UID.
+func ClaimRank(claim *extv1beta1.SandboxClaim, claims []*extv1beta1.SandboxClaim) int {
+	waiting := make([]*extv1beta1.SandboxClaim, 0, len(claims))
+	for _, c := range claims {
+		if c.Namespace == claim.Namespace && c.Spec.WarmPoolRef.Name == claim.Spec.WarmPoolRef.Name &&
+			c.Status.SandboxStatus.Name == "" && c.DeletionTimestamp == nil {
+			waiting = append(waiting, c)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b *extv1beta1.SandboxClaim) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	})
+	if i := slices.IndexFunc(waiting, func(c *extv1beta1.SandboxClaim) bool { return c.UID == claim.UID && c.Name == claim.Name }); i >= 0 {
+		return i
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(string(claim.UID) + "/" + claim.Name))
+	return int(h.Sum32() >> 1)
+}
+
 // ClaimWarmCandidates orders the members of a claim's pool for adoption. Under a Recreate pool a
 // stale member is never handed out. Within each group members go oldest first (a FIFO, like
-// upstream's queue), and the start of the Ready group is rotated by a hash of the claim, so
-// claims arriving together try different members first instead of all racing for one.
-func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members []*agentsv1beta1.Sandbox, opts Options) WarmCandidates {
+// upstream's queue), and the Ready group starts at the claim's rank (ClaimRank), so claims
+// arriving together try different members first instead of all racing for one.
+func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members []*agentsv1beta1.Sandbox, rank int, opts Options) WarmCandidates {
 	var out WarmCandidates
 	if cp.Pool == nil {
 		return out
@@ -93,9 +116,7 @@ func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members [
 	slices.SortFunc(ready, oldestFirst)
 	slices.SortFunc(networked, oldestFirst)
 	if len(ready) > 1 {
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(string(claim.UID) + "/" + claim.Name))
-		k := int(h.Sum32() % uint32(len(ready)))
+		k := rank % len(ready)
 		ready = append(ready[k:], ready[:k]...)
 	}
 	out.Adoptable = append(ready, networked...)
