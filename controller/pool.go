@@ -103,8 +103,15 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 	}
 	for _, d := range plan.Delete {
-		if _, err := (applier{client: r.Client}).delete(ctx, d.Sandbox); err != nil {
-			return ctrl.Result{}, err
+		// Conditional on the version read: a member a claim adopted meanwhile is not deleted
+		// from under it (the 409 leaves it to the next pass, which sees the adoption).
+		uid, rv := d.Sandbox.UID, d.Sandbox.ResourceVersion
+		err := r.Client.Delete(ctx, d.Sandbox.DeepCopy(), client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting Sandbox %q of SandboxWarmPool %q: %w", d.Sandbox.Name, pool.Name, err)
 		}
 		r.inFlight.expectDelete(key, d.Sandbox.Name, now)
 		deleted = append(deleted, fmt.Sprintf("%q (%s)", d.Sandbox.Name, d.Reason))
