@@ -28,7 +28,10 @@ import (
 
 const usage = `sandbox-controller applies the children of agent-sandbox Sandboxes and SandboxTemplates
 (Pods, PVCs, headless Services, NetworkPolicies) with server-side apply, exactly as
-sandbox-render renders them, and writes their status as upstream's controller does.
+sandbox-render renders them, and writes their status as upstream's controller does. Every
+replica also serves the CRDs' conversion webhook, which serves v1alpha1 without loss, with a
+certificate it makes, renews and publishes in the CRDs itself (--enable-webhook,
+--manage-webhook-certs).
 
 Usage:
   sandbox-controller [flags]
@@ -61,6 +64,7 @@ type flags struct {
 	namespaces                 string
 	qps                        float64
 	burst                      int
+	webhook                    webhookFlags
 	zap                        zap.Options
 }
 
@@ -84,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "burst above --kube-api-qps")
 	fs.IntVar(&f.sandboxWorkers, "sandbox-workers", 100, "concurrent Sandbox reconciles")
 	fs.IntVar(&f.tplWorkers, "template-workers", 1, "concurrent SandboxTemplate reconciles")
+	f.webhook.bind(fs)
 	f.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -101,6 +106,9 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	}
 	if f.sandboxWorkers < 1 || f.tplWorkers < 1 {
 		return nil, nil, errors.New("--sandbox-workers and --template-workers must be at least 1")
+	}
+	if err := f.webhook.validate(); err != nil {
+		return nil, nil, err
 	}
 
 	var data []byte
@@ -180,6 +188,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
 	restConfig.UserAgent = "sandbox-gitops-controller"
+	webhookServer, rotator, err := f.webhook.server(restConfig)
+	if err != nil {
+		log.Error(err, "setting up the conversion webhook")
+		return 1
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
@@ -188,6 +201,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		LeaderElectionID:        "sandbox-gitops-controller",
 		LeaderElectionNamespace: f.leaderElectionNamespace,
 		Cache:                   controller.CacheOptions(*opts),
+		WebhookServer:           webhookServer,
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
@@ -195,6 +209,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if err := controller.Setup(ctx, mgr, *opts); err != nil {
 		log.Error(err, "setting up the controllers")
+		return 1
+	}
+	if err := f.webhook.setup(mgr, rotator); err != nil {
+		log.Error(err, "setting up the conversion webhook")
 		return 1
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
