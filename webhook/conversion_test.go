@@ -71,6 +71,15 @@ func TestV1alpha1SeedsThroughTheAPIServer(t *testing.T) {
 				if diff := cmp.Diff(specOf(t, decodedObject(decoded)), specOf(t, beta)); diff != "" {
 					t.Errorf("stored as v1beta1, the spec differs from the render's conversion (-render +cluster):\n%s", diff)
 				}
+				// Only what v1beta1 cannot say is kept, so only claims with a policy or template
+				// their pool does not imply carry the annotation.
+				kept := beta.GetAnnotations()[convert.V1alpha1Annotation]
+				if diff := cmp.Diff(decodedObject(decoded).(metav1.Object).GetAnnotations()[convert.V1alpha1Annotation], kept); diff != "" {
+					t.Errorf("stored as v1beta1, the kept v1alpha1 values differ from the render's (-render +cluster):\n%s", diff)
+				}
+				if kept != "" && sent.GetKind() != "SandboxClaim" {
+					t.Errorf("a %s keeps v1alpha1 values: %s", sent.GetKind(), kept)
+				}
 
 				alpha.SetLabels(map[string]string{"edited": "through-v1alpha1"})
 				if err := admin.Update(ctx, alpha); err != nil {

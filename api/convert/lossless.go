@@ -37,7 +37,7 @@ type kept[V, W any] struct {
 type sandboxAlpha struct {
 	// Replicas unset, or other than 0 and 1, while operatingMode is With.
 	Replicas *kept[*int32, agentsv1beta1.SandboxOperatingMode] `json:"replicas,omitempty"`
-	// StatusReplicas other than the one the operating mode implies.
+	// StatusReplicas other than the one the operating mode and status imply.
 	StatusReplicas *kept[int32, agentsv1beta1.SandboxOperatingMode] `json:"statusReplicas,omitempty"`
 }
 

@@ -14,7 +14,9 @@ import (
 // written through v1alpha1. The lossless pairs in lossless.go build on them.
 
 // sandboxV1alpha1 follows upstream: operatingMode Suspended is replicas 0, anything else 1, and
-// status.replicas (which only v1alpha1 has) is made up the same way.
+// status.replicas (which only v1alpha1 has) is made up the same way, but only once there is a
+// status: a Sandbox no controller has seen yet reports no replicas (upstream reports 1), so that
+// one created through v1alpha1, whose status the API server empties, converts back as it was.
 func sandboxV1alpha1(in *agentsv1beta1.Sandbox) *agentsv1alpha1.Sandbox {
 	out := &agentsv1alpha1.Sandbox{}
 	out.APIVersion = agentsv1alpha1.GroupVersion.String()
@@ -37,9 +39,11 @@ func sandboxV1alpha1(in *agentsv1beta1.Sandbox) *agentsv1alpha1.Sandbox {
 		ServiceFQDN:   st.ServiceFQDN,
 		Service:       st.Service,
 		Conditions:    st.Conditions,
-		Replicas:      replicas,
 		LabelSelector: st.LabelSelector,
 		PodIPs:        st.PodIPs,
+	}
+	if hasStatus(&in.Status) {
+		out.Status.Replicas = replicas
 	}
 	return out
 }
@@ -50,6 +54,10 @@ func statusReplicas(mode agentsv1beta1.SandboxOperatingMode) int32 {
 		return 0
 	}
 	return 1
+}
+
+func hasStatus(s *agentsv1beta1.SandboxStatus) bool {
+	return s.ServiceFQDN != "" || s.Service != "" || len(s.Conditions) > 0 || s.LabelSelector != "" || len(s.PodIPs) > 0 || s.NodeName != ""
 }
 
 // sandboxTemplateV1alpha1 carries volumeClaimTemplatesPolicy, which v1alpha1 lacks, in upstream's
