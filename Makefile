@@ -42,6 +42,7 @@ bench: ## Run the benchmarks (figures go into the README); the scale table runs 
 	go test -run '^$$' -bench Stream -benchtime 5x ./router/
 	go test -run '^$$' -bench IdleWebSockets -benchtime 1x ./router/
 	go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
+	go test -run '^$$' -bench Claims -benchtime 1x -timeout 20m ./controller/
 
 # Each fuzz target as package:Target; their seed corpora (every repro of a crash or a wrong
 # accept, and the golden inputs) run in every `make test`.

@@ -37,3 +37,10 @@ func (e *eventSink) warning(obj runtime.Object, reason, message string) {
 	}
 	e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", message)
 }
+
+func (e *eventSink) normal(obj runtime.Object, reason, message string) {
+	if e == nil || e.recorder == nil {
+		return
+	}
+	e.recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Reconcile", "%s", message)
+}

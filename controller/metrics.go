@@ -16,8 +16,23 @@ var sandboxReadySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
 })
 
+// claimReadySeconds is the latency users of claims feel, from the claim's creation to the first
+// status that reports it Ready, by how its Sandbox was launched (warm adoption or cold start).
+var claimReadySeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "sandbox_gitops_claim_ready_seconds",
+	Help:    "Time from a SandboxClaim's creation to the first status that reports it Ready, by launch type (warm, cold).",
+	Buckets: []float64{0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60},
+}, []string{"launch_type"})
+
 func init() {
-	metrics.Registry.MustRegister(sandboxReadySeconds)
+	metrics.Registry.MustRegister(sandboxReadySeconds, claimReadySeconds)
+}
+
+func observeClaimReady(launch string, d time.Duration) {
+	if launch == "" {
+		launch = "unknown"
+	}
+	claimReadySeconds.WithLabelValues(launch).Observe(max(d, 0).Seconds())
 }
 
 func observeReady(d time.Duration) {

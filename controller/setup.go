@@ -3,20 +3,24 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
@@ -30,8 +34,20 @@ type Options struct {
 	// SandboxWorkers and TemplateWorkers are the concurrent reconciles per kind (upstream: 100
 	// and 1). Zero means those defaults.
 	SandboxWorkers, TemplateWorkers int
+	// ClaimWorkers and PoolWorkers are the concurrent reconciles of claims and pools (upstream:
+	// 50 and 1). Zero means those defaults.
+	ClaimWorkers, PoolWorkers int
 	// Namespaces limits the controller to these namespaces; empty means all.
 	Namespaces []string
+	// Controllers are the reconcilers to run, by name (see Controllers); empty means all.
+	Controllers []string
+}
+
+// Controllers are the names of the reconcilers, for Options.Controllers.
+var Controllers = []string{"sandbox", "sandboxtemplate", "sandboxclaim", "sandboxwarmpool"}
+
+func (o Options) runs(name string) bool {
+	return len(o.Controllers) == 0 || slices.Contains(o.Controllers, name)
 }
 
 // nameHashIndex indexes cached Pods by their sandbox-name-hash label, so finding a Sandbox's
@@ -66,6 +82,8 @@ func CacheOptions(opts Options) cache.Options {
 			&networkingv1.NetworkPolicy{}: {Transform: keepOwnManagedFields, UnsafeDisableDeepCopy: shared},
 			&agentsv1beta1.Sandbox{}:      {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
 			&extv1beta1.SandboxTemplate{}: {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
+			&extv1beta1.SandboxClaim{}:    {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
+			&extv1beta1.SandboxWarmPool{}: {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
 		},
 	}
 }
@@ -85,15 +103,10 @@ func keepOwnManagedFields(in any) (any, error) {
 	return in, nil
 }
 
-// Setup registers the Sandbox and SandboxTemplate reconcilers with mgr.
+// Setup registers the reconcilers Options.Controllers names (all by default) with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, nameHashIndex, func(o client.Object) []string {
-		if v := o.GetLabels()[agentsv1beta1.SandboxNameHashLabel]; v != "" {
-			return []string{v}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("indexing Pods: %w", err)
+	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
 	events := newEventSink(mgr.GetEventRecorder("sandbox-gitops"))
 	workers := func(n, def int) int {
@@ -103,30 +116,188 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return def
 	}
 
-	sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
-	toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("sandbox").
-		For(&agentsv1beta1.Sandbox{}).
-		Watches(&corev1.Pod{}, toSandbox).
-		Watches(&corev1.Service{}, toSandbox).
-		Watches(&corev1.PersistentVolumeClaim{}, toSandbox).
-		Watches(&networkingv1.NetworkPolicy{}, toSandbox).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.SandboxWorkers, 100)}).
-		Complete(sandboxes); err != nil {
-		return fmt.Errorf("setting up the Sandbox controller: %w", err)
+	if opts.runs("sandbox") {
+		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
+		toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
+		if err := ctrl.NewControllerManagedBy(mgr).
+			Named("sandbox").
+			For(&agentsv1beta1.Sandbox{}).
+			Watches(&corev1.Pod{}, toSandbox).
+			Watches(&corev1.Service{}, toSandbox).
+			Watches(&corev1.PersistentVolumeClaim{}, toSandbox).
+			Watches(&networkingv1.NetworkPolicy{}, toSandbox).
+			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.SandboxWorkers, 100)}).
+			Complete(sandboxes); err != nil {
+			return fmt.Errorf("setting up the Sandbox controller: %w", err)
+		}
 	}
 
-	templates := &TemplateReconciler{Client: mgr.GetClient(), Events: events, Render: opts.Render}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("sandboxtemplate").
-		For(&extv1beta1.SandboxTemplate{}).
-		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(templateOfPolicy)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.TemplateWorkers, 1)}).
-		Complete(templates); err != nil {
-		return fmt.Errorf("setting up the SandboxTemplate controller: %w", err)
+	if opts.runs("sandboxtemplate") {
+		templates := &TemplateReconciler{Client: mgr.GetClient(), Events: events, Render: opts.Render}
+		if err := ctrl.NewControllerManagedBy(mgr).
+			Named("sandboxtemplate").
+			For(&extv1beta1.SandboxTemplate{}).
+			Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(templateOfPolicy)).
+			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.TemplateWorkers, 1)}).
+			Complete(templates); err != nil {
+			return fmt.Errorf("setting up the SandboxTemplate controller: %w", err)
+		}
+	}
+
+	c := mgr.GetClient()
+	if opts.runs("sandboxclaim") {
+		claims := &ClaimReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
+		if err := mgr.Add(claims); err != nil {
+			return fmt.Errorf("setting up the SandboxClaim controller: %w", err)
+		}
+		if err := ctrl.NewControllerManagedBy(mgr).
+			Named("sandboxclaim").
+			For(&extv1beta1.SandboxClaim{}).
+			Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(controllerOfKind(extv1beta1.SandboxClaimKind))).
+			Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(claimsOfPool(c)),
+				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(claimsOfTemplate(c))).
+			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.ClaimWorkers, 50)}).
+			Complete(claims); err != nil {
+			return fmt.Errorf("setting up the SandboxClaim controller: %w", err)
+		}
+	}
+
+	if opts.runs("sandboxwarmpool") {
+		pools := &PoolReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
+		if err := ctrl.NewControllerManagedBy(mgr).
+			Named("sandboxwarmpool").
+			For(&extv1beta1.SandboxWarmPool{}).
+			Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(poolOfMember(c))).
+			Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(poolsOfTemplate(c))).
+			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.PoolWorkers, 1)}).
+			Complete(pools); err != nil {
+			return fmt.Errorf("setting up the SandboxWarmPool controller: %w", err)
+		}
 	}
 	return nil
+}
+
+// indexFields registers the cache indexes the reconcilers look up by.
+func indexFields(ctx context.Context, idx client.FieldIndexer) error {
+	label := func(key string) client.IndexerFunc {
+		return func(o client.Object) []string {
+			if v := o.GetLabels()[key]; v != "" {
+				return []string{v}
+			}
+			return nil
+		}
+	}
+	for _, x := range []struct {
+		obj   client.Object
+		field string
+		f     client.IndexerFunc
+	}{
+		{&corev1.Pod{}, nameHashIndex, label(agentsv1beta1.SandboxNameHashLabel)},
+		{&agentsv1beta1.Sandbox{}, claimUIDIndex, label(extv1beta1.SandboxIDLabel)},
+		{&agentsv1beta1.Sandbox{}, warmPoolIndex, label(agentsv1beta1.SandboxWarmPoolLabel)},
+		{&extv1beta1.SandboxClaim{}, poolRefIndex, func(o client.Object) []string {
+			return []string{o.(*extv1beta1.SandboxClaim).Spec.WarmPoolRef.Name}
+		}},
+		{&extv1beta1.SandboxWarmPool{}, templateRefIndex, func(o client.Object) []string {
+			return []string{o.(*extv1beta1.SandboxWarmPool).Spec.TemplateRef.Name}
+		}},
+	} {
+		if err := idx.IndexField(ctx, x.obj, x.field, x.f); err != nil {
+			return fmt.Errorf("indexing %T by %s: %w", x.obj, x.field, err)
+		}
+	}
+	return nil
+}
+
+// controllerOfKind maps an object to its controller of the given extensions kind.
+func controllerOfKind(kind string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == kind && strings.HasPrefix(ref.APIVersion, extv1beta1.GroupVersion.Group+"/") {
+			return request(o.GetNamespace(), ref.Name)
+		}
+		return nil
+	}
+}
+
+// claimsOfPool maps a pool to the claims that draw from it and are not Ready yet (the ones a
+// new or changed pool can help).
+func claimsOfPool(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		return claimRequests(ctx, c, o.GetNamespace(), o.GetName(), true)
+	}
+}
+
+// claimsOfTemplate maps a template to the claims of its pools (and of v1alpha1's shadow pool):
+// its metadata edits reach claimed Sandboxes, and its creation unblocks waiting claims.
+func claimsOfTemplate(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		pools := &extv1beta1.SandboxWarmPoolList{}
+		if err := c.List(ctx, pools, client.InNamespace(o.GetNamespace()), client.MatchingFields{templateRefIndex: o.GetName()}); err != nil {
+			return nil
+		}
+		out := claimRequests(ctx, c, o.GetNamespace(), "shadow-pool-"+o.GetName(), false)
+		for _, p := range pools.Items {
+			out = append(out, claimRequests(ctx, c, o.GetNamespace(), p.Name, false)...)
+		}
+		return out
+	}
+}
+
+func claimRequests(ctx context.Context, c client.Reader, ns, pool string, unreadyOnly bool) []reconcile.Request {
+	claims := &extv1beta1.SandboxClaimList{}
+	if err := c.List(ctx, claims, client.InNamespace(ns), client.MatchingFields{poolRefIndex: pool}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range claims.Items {
+		cl := &claims.Items[i]
+		if unreadyOnly && meta.IsStatusConditionTrue(cl.Status.Conditions, agentsv1beta1.ConditionReady) {
+			continue
+		}
+		out = append(out, request(cl.Namespace, cl.Name)...)
+	}
+	return out
+}
+
+// poolOfMember maps a Sandbox to the pool that controls it, or, for an orphan with a warm-pool
+// label, to the pool whose name hashes to it.
+func poolOfMember(c client.Reader) handler.MapFunc {
+	byRef := controllerOfKind(extv1beta1.SandboxWarmPoolKind)
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		if metav1.GetControllerOfNoCopy(o) != nil {
+			return byRef(ctx, o)
+		}
+		hash := o.GetLabels()[agentsv1beta1.SandboxWarmPoolLabel]
+		if hash == "" {
+			return nil
+		}
+		pools := &extv1beta1.SandboxWarmPoolList{}
+		if err := c.List(ctx, pools, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		for _, p := range pools.Items {
+			if render.NameHash(p.Name) == hash {
+				return request(p.Namespace, p.Name)
+			}
+		}
+		return nil
+	}
+}
+
+// poolsOfTemplate maps a template to the pools that use it.
+func poolsOfTemplate(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		pools := &extv1beta1.SandboxWarmPoolList{}
+		if err := c.List(ctx, pools, client.InNamespace(o.GetNamespace()), client.MatchingFields{templateRefIndex: o.GetName()}); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, p := range pools.Items {
+			out = append(out, request(p.Namespace, p.Name)...)
+		}
+		return out
+	}
 }
 
 // sandboxOfChild maps a child event to its Sandbox: the controller reference when a Sandbox

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,6 +62,8 @@ type flags struct {
 	packs                      string
 	allowedLabelDomains        string
 	sandboxWorkers, tplWorkers int
+	claimWorkers, poolWorkers  int
+	controllers                string
 	namespaces                 string
 	qps                        float64
 	burst                      int
@@ -88,6 +91,9 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "burst above --kube-api-qps")
 	fs.IntVar(&f.sandboxWorkers, "sandbox-workers", 100, "concurrent Sandbox reconciles")
 	fs.IntVar(&f.tplWorkers, "template-workers", 1, "concurrent SandboxTemplate reconciles")
+	fs.IntVar(&f.claimWorkers, "claim-workers", 50, "concurrent SandboxClaim reconciles")
+	fs.IntVar(&f.poolWorkers, "warm-pool-workers", 1, "concurrent SandboxWarmPool reconciles")
+	fs.StringVar(&f.controllers, "controllers", "*", "comma-separated reconcilers to run, * for all: "+strings.Join(controller.Controllers, ", "))
 	f.webhook.bind(fs)
 	f.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -104,8 +110,20 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	if f.qps <= 0 || f.burst < 1 {
 		return nil, nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
 	}
-	if f.sandboxWorkers < 1 || f.tplWorkers < 1 {
-		return nil, nil, errors.New("--sandbox-workers and --template-workers must be at least 1")
+	if f.sandboxWorkers < 1 || f.tplWorkers < 1 || f.claimWorkers < 1 || f.poolWorkers < 1 {
+		return nil, nil, errors.New("--sandbox-workers, --template-workers, --claim-workers and --warm-pool-workers must be at least 1")
+	}
+	var controllers []string
+	if f.controllers != "*" {
+		controllers = splitList(f.controllers)
+		if len(controllers) == 0 {
+			return nil, nil, errors.New("--controllers: name at least one reconciler, or * for all")
+		}
+		for _, c := range controllers {
+			if !slices.Contains(controller.Controllers, c) {
+				return nil, nil, fmt.Errorf("--controllers: unknown reconciler %q (known: %s)", c, strings.Join(controller.Controllers, ", "))
+			}
+		}
 	}
 	if err := f.webhook.validate(); err != nil {
 		return nil, nil, err
@@ -145,7 +163,8 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	return f, &controller.Options{Render: cfg.Options(), SandboxWorkers: f.sandboxWorkers, TemplateWorkers: f.tplWorkers, Namespaces: splitList(f.namespaces)}, nil
+	return f, &controller.Options{Render: cfg.Options(), SandboxWorkers: f.sandboxWorkers, TemplateWorkers: f.tplWorkers,
+		ClaimWorkers: f.claimWorkers, PoolWorkers: f.poolWorkers, Namespaces: splitList(f.namespaces), Controllers: controllers}, nil
 }
 
 func splitList(s string) []string {

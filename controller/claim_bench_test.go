@@ -1,0 +1,189 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+// BenchmarkClaims measures what issue "Controller, part 2" targets, as upstream measured it: 50
+// claims created at once by 50 workers, on the real API server with the simulated kubelet, the
+// controller as its own process. Latency is from just before a claim's create call to the watch
+// event that shows it Ready (p50 and p99 of the 50). Writes are the API server's
+// apiserver_request_total for what the controller writes, per claim.
+//
+//   - warm: against a pool of 50 Ready members, with the pool reconciler off during the burst, so
+//     every write counted is a claim's (critical path: the adoption apply and the claim's status;
+//     the Pod's metadata re-sync and the events come after Ready).
+//   - warm+refill: the same burst with every reconciler on; also the time from the burst's start
+//     until the pool has 50 Ready members again.
+//   - cold: against a pool of 0 (every claim starts cold); all its writes are on its path.
+//
+// Run with `make bench` (or `go test -run '^$' -bench Claims ./controller/`).
+func BenchmarkClaims(b *testing.B) {
+	bin := buildController(b)
+	kubeconfig := writeKubeconfig(b, asController)
+	const n = 50
+	for _, mode := range []string{"warm", "warm+refill", "cold"} {
+		b.Run(mode, func(b *testing.B) {
+			for range b.N {
+				ns := newNamespace(b)
+				create(b, template(ns, "python"))
+				replicas := int32(n)
+				if mode == "cold" {
+					replicas = 0
+				}
+				create(b, warmPool(ns, "pool", "python", replicas))
+				if replicas > 0 {
+					stop := startControllerProcess(b, bin, kubeconfig, ns)
+					waitPoolReady(b, ns, "pool", n)
+					stop()
+				}
+				var stop func()
+				if mode == "warm" {
+					stop = startControllerProcess(b, bin, kubeconfig, ns, "--controllers", "sandbox,sandboxtemplate,sandboxclaim")
+				} else {
+					stop = startControllerProcess(b, bin, kubeconfig, ns)
+				}
+				r := claimBurst(b, ns, "pool", n, mode == "warm+refill")
+				stop()
+				b.ReportMetric(r.p50.Seconds()*1000, "ms-p50")
+				b.ReportMetric(r.p99.Seconds()*1000, "ms-p99")
+				b.ReportMetric(r.writes/n, "writes/claim")
+				if mode == "warm" {
+					b.ReportMetric((r.byKind["sandboxes APPLY"]+r.byKind["sandboxclaims/status PATCH"])/n, "critical-path-writes/claim")
+				}
+				if r.refill > 0 {
+					b.ReportMetric(r.refill.Seconds(), "s-pool-refill")
+				}
+				b.Logf("%s: p50 %v, p99 %v, writes by kind %v, pool refilled in %v", mode, r.p50, r.p99, r.byKind, r.refill)
+			}
+		})
+	}
+}
+
+type burstResult struct {
+	p50, p99, refill time.Duration
+	writes           float64
+	byKind           map[string]float64
+}
+
+// claimBurst creates n claims at once and waits, through a watch, for each to be Ready.
+func claimBurst(b *testing.B, ns, pool string, n int, refill bool) burstResult {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &extv1beta1.SandboxClaimList{}, client.InNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	before := writeCounts(b)
+	start := time.Now()
+	go parallelDo(50, n, func(i int) error {
+		name := fmt.Sprintf("claim-%02d", i)
+		mu.Lock()
+		created[name] = time.Now()
+		mu.Unlock()
+		return admin.Create(ctx, sandboxClaim(ns, name, pool))
+	})
+	var latencies, toAdded []time.Duration
+	seen, added := map[string]bool{}, map[string]bool{}
+	for len(latencies) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				b.Fatal("the watch of claims ended")
+			}
+			c, isClaim := ev.Object.(*extv1beta1.SandboxClaim)
+			if !isClaim || ev.Type == watch.Deleted || seen[c.Name] {
+				continue
+			}
+			if !added[c.Name] {
+				added[c.Name] = true
+				mu.Lock()
+				toAdded = append(toAdded, time.Since(created[c.Name]))
+				mu.Unlock()
+			}
+			if meta.IsStatusConditionTrue(c.Status.Conditions, agentsv1beta1.ConditionReady) && c.Status.SandboxStatus.Name != "" {
+				at := time.Now()
+				seen[c.Name] = true
+				mu.Lock()
+				latencies = append(latencies, at.Sub(created[c.Name]))
+				mu.Unlock()
+			}
+		case <-ctx.Done():
+			b.Fatalf("%d of %d claims Ready after 5 minutes", len(latencies), n)
+		}
+	}
+	var r burstResult
+	if refill {
+		for {
+			if _, ready, err := poolMembers(ns, pool); err == nil && ready == n {
+				r.refill = time.Since(start)
+				break
+			}
+			if time.Since(start) > 2*time.Minute {
+				b.Fatal("the pool was not full again after 2 minutes")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// Events are sent asynchronously: let the API server see them.
+	time.Sleep(2 * time.Second)
+	r.writes, r.byKind = controllerWrites(before, writeCounts(b))
+	slices.Sort(latencies)
+	slices.Sort(toAdded)
+	b.Logf("from the create call to the claim's first watch event: p50 %v, max %v", toAdded[len(toAdded)/2], toAdded[len(toAdded)-1])
+	r.p50 = latencies[len(latencies)/2-1+len(latencies)%2]
+	r.p99 = latencies[(len(latencies)*99+99)/100-1]
+	return r
+}
+
+// startControllerProcess runs the controller binary on one namespace until stop is called.
+func startControllerProcess(b *testing.B, bin, kubeconfig, ns string, extra ...string) (stop func()) {
+	args := append([]string{"--kubeconfig", kubeconfig, "--namespaces", ns,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", benchLogLevel(), "--zap-time-encoding", "rfc3339nano"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	b.Cleanup(stop)
+	time.Sleep(2 * time.Second) // the controller's caches sync
+	return stop
+}
+
+// benchLogLevel is the controller's log level in benchmarks: error, or SANDBOX_BENCH_LOG.
+func benchLogLevel() string {
+	if l := os.Getenv("SANDBOX_BENCH_LOG"); l != "" {
+		return l
+	}
+	return "error"
+}

@@ -1,0 +1,189 @@
+package controller_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// TestClaimWarmAdoption: a claim of the Python SDK's shape adopts a Ready member of its pool, is
+// Ready with status.sandbox.name at once, the member is relabelled as the claim's (owner, labels,
+// pod metadata, Pod labels), the pool replaces it, and the claim is deleted at its shutdownTime.
+func TestClaimWarmAdoption(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, template(ns, "python"))
+	create(t, warmPool(ns, "python-pool", "python", 2))
+	before := waitPoolReady(t, ns, "python-pool", 2)
+
+	shutdown := metav1.NewTime(time.Now().Add(8 * time.Second).Truncate(time.Second))
+	claim := sandboxClaim(ns, "sdk-claim", "python-pool", func(c *extv1beta1.SandboxClaim) {
+		c.Annotations = map[string]string{"agents.x-k8s.io/client-first-requested-at": time.Now().UTC().Format(time.RFC3339Nano)}
+		c.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &shutdown, ShutdownPolicy: extv1beta1.ShutdownPolicyDelete}
+	})
+	create(t, claim)
+	got := waitClaim(t, ns, "sdk-claim", metav1.ConditionTrue, "")
+	name := got.Status.SandboxStatus.Name
+	if name == "" || len(got.Status.SandboxStatus.PodIPs) == 0 {
+		t.Fatalf("claim status has no Sandbox name or pod IPs: %+v", got.Status.SandboxStatus)
+	}
+	if name != before[0].Name && name != before[1].Name {
+		t.Fatalf("claim got Sandbox %q, not one of the pool's members %q, %q", name, before[0].Name, before[1].Name)
+	}
+	sb := &agentsv1beta1.Sandbox{}
+	if err := get(ns, name, sb); err != nil {
+		t.Fatal(err)
+	}
+	ref := metav1.GetControllerOf(sb)
+	if ref == nil || ref.Kind != extv1beta1.SandboxClaimKind || ref.UID != got.UID || len(sb.OwnerReferences) != 1 {
+		t.Errorf("owner references of the adopted Sandbox: %+v", sb.OwnerReferences)
+	}
+	wantLabels := map[string]string{
+		agentsv1beta1.SandboxLaunchTypeLabel:      agentsv1beta1.SandboxLaunchTypeWarm,
+		extv1beta1.SandboxIDLabel:                 string(got.UID),
+		agentsv1beta1.CreatedByLabel:              "python-client",
+		agentsv1beta1.SandboxTemplateRefHashLabel: render.NameHash("python"),
+	}
+	if diff := cmp.Diff(wantLabels, sb.Labels); diff != "" {
+		t.Errorf("labels of the adopted Sandbox (-want +got):\n%s", diff)
+	}
+	if _, ok := sb.Spec.PodTemplate.ObjectMeta.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"]; ok {
+		t.Errorf("the pool's safe-to-evict stayed on the adopted Sandbox's pod template")
+	}
+	eventually(t, 20*time.Second, "the adopted Sandbox's Pod relabelled", func() error {
+		pod := &corev1.Pod{}
+		if err := get(ns, name, pod); err != nil {
+			return err
+		}
+		if _, ok := pod.Labels[agentsv1beta1.SandboxWarmPoolLabel]; ok {
+			return fmt.Errorf("Pod still has the warm-pool label: %v", pod.Labels)
+		}
+		return nil
+	})
+	eventually(t, 20*time.Second, "the pool back to 2 Ready members", func() error {
+		members, ready, err := poolMembers(ns, "python-pool")
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			if m.Name == name {
+				return fmt.Errorf("the adopted Sandbox is still counted in the pool")
+			}
+		}
+		if len(members) != 2 || ready != 2 {
+			return fmt.Errorf("%d members, %d Ready", len(members), ready)
+		}
+		return nil
+	})
+	if err := findEvent(ns, "sdk-claim", "SandboxAdopted"); err != nil {
+		t.Error(err)
+	}
+	eventually(t, 20*time.Second, "the claim deleted at its shutdownTime", func() error {
+		return notFound(ns, "sdk-claim", &extv1beta1.SandboxClaim{})
+	})
+	if time.Now().Before(shutdown.Time) {
+		t.Errorf("the claim was deleted before its shutdownTime %v", shutdown)
+	}
+}
+
+// TestClaimColdStart: a claim with env skips the pool and gets a Sandbox of its own name that is
+// exactly render.ClaimSandbox's (preview == reality for claims), and is Ready.
+func TestClaimColdStart(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, template(ns, "python", func(tp *extv1beta1.SandboxTemplate) {
+		tp.Spec.EnvVarsInjectionPolicy = extv1beta1.EnvVarsInjectionPolicyAllowed
+	}))
+	create(t, warmPool(ns, "python-pool", "python", 1))
+	waitPoolReady(t, ns, "python-pool", 1)
+	create(t, sandboxClaim(ns, "with-env", "python-pool", func(c *extv1beta1.SandboxClaim) {
+		c.Spec.Env = []extv1beta1.EnvVar{{Name: "MODE", Value: ptr.To("agent")}}
+		c.Spec.AdditionalPodMetadata.Labels = map[string]string{"sandbox.users.io/team": "a"}
+	}))
+	got := waitClaim(t, ns, "with-env", metav1.ConditionTrue, "")
+	if got.Status.SandboxStatus.Name != "with-env" {
+		t.Fatalf("status.sandbox.name = %q, want the claim's own name", got.Status.SandboxStatus.Name)
+	}
+	sb := &agentsv1beta1.Sandbox{}
+	if err := get(ns, "with-env", sb); err != nil {
+		t.Fatal(err)
+	}
+	stored := &extv1beta1.SandboxTemplate{}
+	pool := &extv1beta1.SandboxWarmPool{}
+	if err := get(ns, "python", stored); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(ns, "python-pool", pool); err != nil {
+		t.Fatal(err)
+	}
+	want, cerr := render.ClaimSandbox(got, render.ClaimPool{Pool: pool, Template: stored}, render.Options{})
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	if diff := cmp.Diff(want.Labels, sb.Labels); diff != "" {
+		t.Errorf("labels (-render +cluster):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.Annotations, sb.Annotations); diff != "" {
+		t.Errorf("annotations (-render +cluster):\n%s", diff)
+	}
+	if !equality.Semantic.DeepEqual(want.OwnerReferences, sb.OwnerReferences) {
+		t.Errorf("owner references: render %+v, cluster %+v", want.OwnerReferences, sb.OwnerReferences)
+	}
+	if diff := cmp.Diff(want.Spec.PodTemplate, sb.Spec.PodTemplate); diff != "" {
+		t.Errorf("pod template (-render +cluster):\n%s", diff)
+	}
+	if err := findEvent(ns, "with-env", "SandboxProvisioned"); err != nil {
+		t.Error(err)
+	}
+	if members, _, _ := poolMembers(ns, "python-pool"); len(members) != 1 {
+		t.Errorf("the pool has %d members, want its 1 untouched", len(members))
+	}
+}
+
+// TestClaimMissingPoolAndTemplate: a claim on a pool that does not exist is Ready=False
+// WarmPoolNotFound, then TemplateNotFound once the pool exists, and Ready once the template does:
+// conditions, no crash, and no hot loop (no writes while it waits).
+func TestClaimMissingPoolAndTemplate(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, sandboxClaim(ns, "early", "later-pool"))
+	c := waitClaim(t, ns, "early", metav1.ConditionFalse, render.ReasonWarmPoolNotFound)
+	if msg := readyMessage(c); msg != `SandboxWarmPool "later-pool" not found` {
+		t.Errorf("message %q", msg)
+	}
+	w0 := writeCounts(t)
+	time.Sleep(2 * time.Second)
+	if n, by := controllerWrites(w0, writeCounts(t)); n != 0 {
+		t.Errorf("a waiting claim wrote %v times in 2 s: %v", n, by)
+	}
+	create(t, warmPool(ns, "later-pool", "later-template", 0))
+	c = waitClaim(t, ns, "early", metav1.ConditionFalse, render.ReasonTemplateNotFound)
+	if msg := readyMessage(c); msg != `SandboxTemplate "later-template" not found` {
+		t.Errorf("message %q", msg)
+	}
+	create(t, template(ns, "later-template"))
+	c = waitClaim(t, ns, "early", metav1.ConditionTrue, "")
+	if c.Status.SandboxStatus.Name != "early" {
+		t.Errorf("a pool of 0 gives a cold Sandbox named after the claim; got %q", c.Status.SandboxStatus.Name)
+	}
+}
+
+func readyMessage(c *extv1beta1.SandboxClaim) string {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == agentsv1beta1.ConditionReady {
+			return cond.Message
+		}
+	}
+	return ""
+}

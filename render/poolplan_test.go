@@ -1,0 +1,358 @@
+package render
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+var planNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func poolTemplate(image string) *extv1beta1.SandboxTemplate {
+	t := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: "python", Namespace: "ns"}}
+	t.Spec.PodTemplate.Spec.Containers = []corev1.Container{{Name: "python", Image: image}}
+	return t
+}
+
+func testPool(replicas int32, strategy extv1beta1.SandboxWarmPoolUpdateStrategyType) *extv1beta1.SandboxWarmPool {
+	p := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: "ns", UID: "pool-uid", Generation: 3}}
+	p.Spec.Replicas = ptr.To(replicas)
+	p.Spec.TemplateRef.Name = "python"
+	if strategy != "" {
+		p.Spec.UpdateStrategy = &extv1beta1.SandboxWarmPoolUpdateStrategy{Type: strategy}
+	}
+	return p
+}
+
+// member is a pool member made from tpl, created age ago, Ready or not.
+type memberOpt func(*agentsv1beta1.Sandbox)
+
+func member(p *extv1beta1.SandboxWarmPool, tpl *extv1beta1.SandboxTemplate, name string, age time.Duration, opts ...memberOpt) *agentsv1beta1.Sandbox {
+	h, err := TemplateHashes(tpl)
+	if err != nil {
+		panic(err)
+	}
+	sb := PoolSandbox(p, tpl, name, h, Options{})
+	sb.CreationTimestamp = metav1.NewTime(planNow.Add(-age))
+	for _, o := range opts {
+		o(sb)
+	}
+	return sb
+}
+
+func ready(sb *agentsv1beta1.Sandbox) {
+	sb.Status.Conditions = append(sb.Status.Conditions, metav1.Condition{Type: agentsv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: agentsv1beta1.ReasonDependenciesReady})
+	sb.Status.PodIPs = []string{"10.0.0.1"}
+}
+
+func networked(sb *agentsv1beta1.Sandbox) { sb.Status.PodIPs = []string{"10.0.0.2"} }
+
+func orphaned(sb *agentsv1beta1.Sandbox) { sb.OwnerReferences = nil }
+
+func deleting(sb *agentsv1beta1.Sandbox) { sb.DeletionTimestamp = ptr.To(metav1.NewTime(planNow)) }
+
+func unschedulableMember(sb *agentsv1beta1.Sandbox) {
+	sb.Status.Conditions = append(sb.Status.Conditions, metav1.Condition{Type: agentsv1beta1.ConditionPodScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable"})
+}
+
+func TestPlanPool(t *testing.T) {
+	tpl := poolTemplate("python:3.12")
+	newTpl := poolTemplate("python:3.13")
+	onReplenish := testPool(2, "")
+	recreate := testPool(2, extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType)
+	names := PoolMemberNames("ns", "pool", 4, nil)
+	type summary struct {
+		Create       []string
+		Adopt        []string
+		Delete       []string
+		Held         []string
+		Status       extv1beta1.SandboxWarmPoolStatus
+		RequeueAfter time.Duration
+	}
+	status := func(replicas, ready int32) extv1beta1.SandboxWarmPoolStatus {
+		return extv1beta1.SandboxWarmPoolStatus{Replicas: replicas, ReadyReplicas: ready, Selector: agentsv1beta1.SandboxWarmPoolLabel + "=" + NameHash("pool"), ObservedGeneration: 3}
+	}
+	cases := map[string]struct {
+		pool *extv1beta1.SandboxWarmPool
+		obs  PoolObservation
+		want summary
+	}{
+		"empty pool fills with the render's names": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl},
+			want: summary{Create: names[:2], Status: status(0, 0)},
+		},
+		"names in use are skipped": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl, Taken: map[string]bool{names[0]: true}},
+			want: summary{Create: []string{PoolMemberName("ns", "pool", 0, 1), names[1]}, Status: status(0, 0)},
+		},
+		"in-flight creates are not made twice": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl, InFlightCreates: 2},
+			want: summary{Status: status(0, 0)},
+		},
+		"no template, nothing created": {
+			pool: onReplenish, obs: PoolObservation{},
+			want: summary{Status: status(0, 0)},
+		},
+		"full and Ready": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute, ready)}},
+			want: summary{Status: status(2, 2)},
+		},
+		"a starting member is waited for until its grace ends": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute)}},
+			want: summary{Status: status(2, 1), RequeueAfter: 4 * time.Minute},
+		},
+		// The deleted member counts against capacity until it is gone (upstream's terminating
+		// members); its replacement comes in the pass after.
+		"a member not Ready after the grace is replaced": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl, Taken: map[string]bool{names[0]: true, names[1]: true}, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], 6*time.Minute)}},
+			want: summary{Delete: []string{names[1] + " " + DeleteStuck}, Status: status(1, 1)},
+		},
+		"an unschedulable member is held": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], 6*time.Minute, unschedulableMember)}},
+			want: summary{Held: []string{names[1]}, Status: status(2, 1), RequeueAfter: time.Minute},
+		},
+		"scale down: not Ready first, then newest": {
+			pool: testPool(1, ""), obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], 3*time.Minute, ready), member(onReplenish, tpl, names[1], 2*time.Minute, ready),
+				member(onReplenish, tpl, names[2], 4*time.Minute, networked)}},
+			want: summary{Delete: []string{names[2] + " " + DeleteScaleDown, names[1] + " " + DeleteScaleDown}, Status: status(1, 1)},
+		},
+		"deleting members count against capacity": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute, ready, deleting)}},
+			want: summary{Status: status(1, 1)},
+		},
+		"OnReplenish keeps stale members": {
+			pool: onReplenish, obs: PoolObservation{Template: newTpl, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute, ready)}},
+			want: summary{Status: status(2, 2)},
+		},
+		"Recreate replaces stale members": {
+			pool: recreate, obs: PoolObservation{Template: newTpl, Taken: map[string]bool{names[0]: true, names[1]: true}, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(recreate, tpl, names[0], time.Minute, ready), member(recreate, tpl, names[1], time.Minute, ready)}},
+			want: summary{Delete: []string{names[1] + " " + DeleteStale, names[0] + " " + DeleteStale}, Status: status(0, 0)}, // by name
+		},
+		"orphans are taken in, stale orphans deleted": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl, Taken: map[string]bool{names[0]: true, "stale": true}, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready, orphaned), member(onReplenish, newTpl, "stale", time.Minute, ready, orphaned)}},
+			want: summary{Adopt: []string{names[0]}, Delete: []string{"stale " + DeleteStaleOrphan}, Status: status(1, 1)},
+		},
+		"members of another owner are not the pool's": {
+			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready, func(sb *agentsv1beta1.Sandbox) { sb.OwnerReferences[0].Name = "other" })}},
+			want: summary{Create: names[:2], Status: status(0, 0)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for run := range 2 {
+				plan := PlanPool(tc.pool, tc.obs, planNow, Options{})
+				var got summary
+				for _, sb := range plan.Create {
+					got.Create = append(got.Create, sb.Name)
+				}
+				for _, sb := range plan.Adopt {
+					got.Adopt = append(got.Adopt, sb.Name)
+					if ref := metav1.GetControllerOf(sb); ref == nil || ref.UID != tc.pool.UID || sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel] != agentsv1beta1.SandboxLaunchTypeWarm {
+						t.Errorf("adoption intent of %s: %+v %v", sb.Name, sb.OwnerReferences, sb.Labels)
+					}
+				}
+				for _, d := range plan.Delete {
+					got.Delete = append(got.Delete, fmt.Sprintf("%s %s", d.Sandbox.Name, d.Reason))
+				}
+				for _, sb := range plan.Held {
+					got.Held = append(got.Held, sb.Name)
+				}
+				got.Status, got.RequeueAfter = plan.Status, plan.RequeueAfter
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("run %d (-want +got):\n%s", run, diff)
+				}
+			}
+		})
+	}
+}
+
+func claimOn(pool string, uid string) *extv1beta1.SandboxClaim {
+	c := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + uid, Namespace: "ns", UID: k8stypes.UID("uid-" + uid), CreationTimestamp: metav1.NewTime(planNow.Add(-time.Second))}}
+	c.Spec.WarmPoolRef.Name = pool
+	return c
+}
+
+func TestClaimWarmCandidates(t *testing.T) {
+	tpl := poolTemplate("python:3.12")
+	newTpl := poolTemplate("python:3.13")
+	pool := testPool(4, "")
+	recreate := testPool(4, extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType)
+	cases := map[string]struct {
+		cp          ClaimPool
+		members     []*agentsv1beta1.Sandbox
+		wantReady   []string // in any rotation
+		wantRest    []string
+		wantPending int
+	}{
+		"Ready first, oldest first, then networked, pending counted": {
+			cp: ClaimPool{Pool: pool, Template: tpl},
+			members: []*agentsv1beta1.Sandbox{
+				member(pool, tpl, "young", time.Minute, ready), member(pool, tpl, "old", 2*time.Minute, ready),
+				member(pool, tpl, "net", 3*time.Minute, networked), member(pool, tpl, "starting", time.Second),
+				member(pool, tpl, "gone", time.Minute, ready, deleting), member(pool, tpl, "orphan", time.Minute, ready, orphaned),
+			},
+			wantReady: []string{"old", "young"}, wantRest: []string{"net"}, wantPending: 1,
+		},
+		"Recreate refuses stale members": {
+			cp:        ClaimPool{Pool: recreate, Template: newTpl},
+			members:   []*agentsv1beta1.Sandbox{member(recreate, tpl, "stale", time.Minute, ready), member(recreate, newTpl, "fresh", time.Minute, ready)},
+			wantReady: []string{"fresh"},
+		},
+		"OnReplenish hands out stale members": {
+			cp:        ClaimPool{Pool: pool, Template: newTpl},
+			members:   []*agentsv1beta1.Sandbox{member(pool, tpl, "stale", time.Minute, ready)},
+			wantReady: []string{"stale"},
+		},
+		"no pool": {cp: ClaimPool{}, members: []*agentsv1beta1.Sandbox{member(pool, tpl, "x", time.Minute, ready)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ClaimWarmCandidates(claimOn("pool", "1"), tc.cp, tc.members, 7, Options{})
+			var gotNames []string
+			for _, sb := range got.Adoptable {
+				gotNames = append(gotNames, sb.Name)
+			}
+			n := len(tc.wantReady)
+			if len(gotNames) != n+len(tc.wantRest) {
+				t.Fatalf("candidates %v, want a rotation of %v then %v", gotNames, tc.wantReady, tc.wantRest)
+			}
+			if !isRotation(gotNames[:n], tc.wantReady) {
+				t.Errorf("Ready candidates %v, want a rotation of %v", gotNames[:n], tc.wantReady)
+			}
+			if diff := cmp.Diff(tc.wantRest, gotNames[n:], cmpEmpty); diff != "" {
+				t.Errorf("networked candidates (-want +got):\n%s", diff)
+			}
+			if got.Pending != tc.wantPending {
+				t.Errorf("pending %d, want %d", got.Pending, tc.wantPending)
+			}
+		})
+	}
+}
+
+// TestClaimWarmCandidatesSpread: claims arriving together start at distinct Ready members, in
+// the order they wait, whatever order they are listed in.
+func TestClaimWarmCandidatesSpread(t *testing.T) {
+	tpl := poolTemplate("python:3.12")
+	pool := testPool(5, "")
+	var members []*agentsv1beta1.Sandbox
+	for i := range 5 {
+		members = append(members, member(pool, tpl, fmt.Sprintf("m%d", i), time.Minute, ready))
+	}
+	var claims []*extv1beta1.SandboxClaim
+	for i := range 5 {
+		claims = append(claims, claimOn("pool", fmt.Sprint(i)))
+	}
+	bound := claimOn("pool", "bound")
+	bound.Status.SandboxStatus.Name = "m9"
+	listed := append([]*extv1beta1.SandboxClaim{bound}, claims[4], claims[2], claims[0], claims[3], claims[1])
+	var first []string
+	for _, c := range claims {
+		got := ClaimWarmCandidates(c, ClaimPool{Pool: pool, Template: tpl}, members, ClaimRank(c, listed), Options{})
+		first = append(first, got.Adoptable[0].Name)
+	}
+	if diff := cmp.Diff([]string{"m0", "m1", "m2", "m3", "m4"}, first); diff != "" {
+		t.Errorf("first candidates (-want +got):\n%s", diff)
+	}
+}
+
+var cmpEmpty = cmp.Comparer(func(a, b []string) bool { return len(a) == 0 && len(b) == 0 || cmp.Equal([]string(a), []string(b)) })
+
+func isRotation(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	if len(want) == 0 {
+		return true
+	}
+	for k := range want {
+		ok := true
+		for i := range want {
+			if got[i] != want[(i+k)%len(want)] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func TestClaimWarmWait(t *testing.T) {
+	young := claimOn("pool", "1") // 1 s old at planNow
+	old := claimOn("pool", "2")
+	old.CreationTimestamp = metav1.NewTime(planNow.Add(-3 * time.Second))
+	someone := []*agentsv1beta1.Sandbox{{}}
+	cases := map[string]struct {
+		claim *extv1beta1.SandboxClaim
+		c     WarmCandidates
+		want  time.Duration
+	}{
+		"adoptable: no wait":        {young, WarmCandidates{Adoptable: someone, Pending: 1}, 0},
+		"nothing pending: cold now": {young, WarmCandidates{}, 0},
+		"pending, young: poll":      {young, WarmCandidates{Pending: 1}, WarmWaitPoll},
+		"pending, old: cold now":    {old, WarmCandidates{Pending: 1}, 0},
+		"pending, almost 2 s: the rest": {func() *extv1beta1.SandboxClaim {
+			c := claimOn("pool", "3")
+			c.CreationTimestamp = metav1.NewTime(planNow.Add(-1800 * time.Millisecond))
+			return c
+		}(), WarmCandidates{Pending: 1}, 200 * time.Millisecond},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := ClaimWarmWait(tc.claim, tc.c, planNow); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestClaimStatusHold(t *testing.T) {
+	cond := func(status metav1.ConditionStatus, reason string) extv1beta1.SandboxClaimStatus {
+		return extv1beta1.SandboxClaimStatus{Conditions: []metav1.Condition{{Type: agentsv1beta1.ConditionReady, Status: status, Reason: reason}}}
+	}
+	young := claimOn("pool", "1")
+	written := claimOn("pool", "2")
+	written.Status = cond(metav1.ConditionFalse, ReasonSandboxNotReady)
+	old := claimOn("pool", "3")
+	old.CreationTimestamp = metav1.NewTime(planNow.Add(-time.Minute))
+	cases := map[string]struct {
+		claim *extv1beta1.SandboxClaim
+		next  extv1beta1.SandboxClaimStatus
+		want  time.Duration
+	}{
+		"starting: held":               {young, cond(metav1.ConditionFalse, ReasonSandboxNotReady), StartupWindow - time.Second},
+		"dependencies not ready: held": {young, cond(metav1.ConditionFalse, agentsv1beta1.ReasonDependenciesNotReady), StartupWindow - time.Second},
+		"Ready: written":               {young, cond(metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady), 0},
+		"an error: written":            {young, cond(metav1.ConditionFalse, ReasonTemplateNotFound), 0},
+		"already has a status":         {written, cond(metav1.ConditionFalse, agentsv1beta1.ReasonDependenciesNotReady), 0},
+		"past the window":              {old, cond(metav1.ConditionFalse, ReasonSandboxNotReady), 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := ClaimStatusHold(tc.claim, &tc.next, planNow); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

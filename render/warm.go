@@ -1,0 +1,205 @@
+package render
+
+import (
+	"cmp"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+// WarmWait is how long a young claim waits for a pool member that has no pod IP yet before it
+// starts cold, as upstream waits: at most 2 s from the claim's creation, looking again every
+// 500 ms.
+const (
+	WarmWait     = 2 * time.Second
+	WarmWaitPoll = 500 * time.Millisecond
+)
+
+// WarmCandidates are the pool members a claim may adopt, in the order to try them, and how many
+// members could become candidates soon (no pod IP yet).
+type WarmCandidates struct {
+	// Adoptable lists the Ready members first, then the networked ones (pod IPs but not Ready),
+	// as upstream prefers a Ready member and falls back to the first networked one.
+	Adoptable []*agentsv1beta1.Sandbox
+	// Pending counts the members without pod IPs.
+	Pending int
+}
+
+// Adoptable reports whether a Sandbox is a pool member a claim of that pool can adopt, as
+// upstream's candidate queue decides: not being deleted, carrying the warm-pool and template-ref
+// hash labels, and controlled by the named SandboxWarmPool (any version of its group).
+func Adoptable(sb *agentsv1beta1.Sandbox, namespace, pool string) bool {
+	if sb.Namespace != namespace || sb.DeletionTimestamp != nil {
+		return false
+	}
+	if _, ok := sb.Labels[agentsv1beta1.SandboxWarmPoolLabel]; !ok {
+		return false
+	}
+	if _, ok := sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel]; !ok {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(sb)
+	if ref == nil {
+		return false
+	}
+	group, kind := groupKindOf(ref)
+	return group == extv1beta1.GroupVersion.Group && kind == extv1beta1.SandboxWarmPoolKind && ref.Name == pool
+}
+
+// ClaimRank is a claim's place among the claims of its pool that wait for a Sandbox (no
+// status.sandbox.name yet), oldest first, ties by name. Workers that see the same claims and
+// members give the k-th waiting claim the k-th Ready member, so claims arriving together do not
+// race for the same member; a claim not among them ranks by a hash of its UID.
+func ClaimRank(claim *extv1beta1.SandboxClaim, claims []*extv1beta1.SandboxClaim) int {
+	waiting := make([]*extv1beta1.SandboxClaim, 0, len(claims))
+	for _, c := range claims {
+		if c.Namespace == claim.Namespace && c.Spec.WarmPoolRef.Name == claim.Spec.WarmPoolRef.Name &&
+			c.Status.SandboxStatus.Name == "" && c.DeletionTimestamp == nil {
+			waiting = append(waiting, c)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b *extv1beta1.SandboxClaim) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	})
+	if i := slices.IndexFunc(waiting, func(c *extv1beta1.SandboxClaim) bool { return c.UID == claim.UID && c.Name == claim.Name }); i >= 0 {
+		return i
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(string(claim.UID) + "/" + claim.Name))
+	return int(h.Sum32() >> 1)
+}
+
+// ClaimWarmCandidates orders the members of a claim's pool for adoption. Under a Recreate pool a
+// stale member is never handed out. Within each group members go oldest first (a FIFO, like
+// upstream's queue), and the Ready group starts at the claim's rank (ClaimRank), so claims
+// arriving together try different members first instead of all racing for one.
+func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members []*agentsv1beta1.Sandbox, rank int, opts Options) WarmCandidates {
+	var out WarmCandidates
+	if cp.Pool == nil {
+		return out
+	}
+	recreate := UpdateStrategy(cp.Pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType && cp.Template != nil
+	var hashes PoolHashes
+	if recreate {
+		var err error
+		if hashes, err = TemplateHashes(cp.Template); err != nil {
+			recreate = false
+		}
+	}
+	var ready, networked []*agentsv1beta1.Sandbox
+	for _, sb := range members {
+		if !Adoptable(sb, claim.Namespace, cp.Pool.Name) {
+			continue
+		}
+		if recreate && sb.Labels[agentsv1beta1.SandboxTemplateHashLabel] != hashes.Blueprint && IsStale(sb, cp.Template, hashes, opts) {
+			continue
+		}
+		switch {
+		case len(sb.Status.PodIPs) == 0:
+			out.Pending++
+		case meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady):
+			ready = append(ready, sb)
+		default:
+			networked = append(networked, sb)
+		}
+	}
+	oldestFirst := func(a, b *agentsv1beta1.Sandbox) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	}
+	slices.SortFunc(ready, oldestFirst)
+	slices.SortFunc(networked, oldestFirst)
+	if len(ready) > 1 {
+		k := rank % len(ready)
+		ready = append(ready[k:], ready[:k]...)
+	}
+	out.Adoptable = append(ready, networked...)
+	return out
+}
+
+// ClaimWarmWait is how long a claim should wait before looking at its pool again instead of
+// starting cold: only when no member is adoptable yet, some are about to be (no pod IP yet), and
+// the claim is younger than WarmWait. Zero means start cold now.
+func ClaimWarmWait(claim *extv1beta1.SandboxClaim, c WarmCandidates, now time.Time) time.Duration {
+	if len(c.Adoptable) > 0 || c.Pending == 0 {
+		return 0
+	}
+	left := claim.CreationTimestamp.Add(WarmWait).Sub(now)
+	if left <= 0 {
+		return 0
+	}
+	return min(left, WarmWaitPoll)
+}
+
+// ClaimSandboxMetadata is the metadata a claimed Sandbox carries on every later pass, as
+// upstream's re-sync computes it: the claim's identity labels and the current template's
+// template-ref hash on the Sandbox, and ClaimPodMetadata as its pod template's metadata. It
+// returns a copy of sb with those set; the spec is otherwise untouched (template spec edits
+// never reach a claimed Sandbox). With no template (nil) the Sandbox is returned unchanged.
+func ClaimSandboxMetadata(sb *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) (*agentsv1beta1.Sandbox, *ClaimError) {
+	out := sb.DeepCopy()
+	if t == nil {
+		return out, nil
+	}
+	refHash := NameHash(t.Name)
+	out.Labels = claimIdentityLabels(out.Labels, claim)
+	out.Labels[agentsv1beta1.SandboxTemplateRefHashLabel] = refHash
+	md, err := ClaimPodMetadata(claim, t, refHash)
+	if err != nil {
+		return nil, err
+	}
+	out.Spec.PodTemplate.ObjectMeta = md
+	return out, nil
+}
+
+// ClaimStatusHold is how long a claim's status write may wait: a claim whose Sandbox is starting
+// normally (not Ready yet, no error) has nothing a client acts on until it is Ready, so within
+// StartupWindow of the claim's creation the not-ready status is not written; the Ready one comes
+// soon after and is the only write. Zero means write now.
+func ClaimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxClaimStatus, now time.Time) time.Duration {
+	ready := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady)
+	if ready == nil || ready.Status == metav1.ConditionTrue {
+		return 0
+	}
+	switch ready.Reason {
+	case ReasonSandboxNotReady, agentsv1beta1.ReasonDependenciesNotReady:
+	default:
+		return 0
+	}
+	if meta.FindStatusCondition(claim.Status.Conditions, agentsv1beta1.ConditionReady) != nil {
+		return 0
+	}
+	if hold := claim.CreationTimestamp.Add(StartupWindow).Sub(now); hold > 0 {
+		return hold
+	}
+	return 0
+}
+
+// ClaimStatusNeedsWrite reports whether next differs from the claim's status in anything but
+// the times of conditions that did not change.
+func ClaimStatusNeedsWrite(cur, next *extv1beta1.SandboxClaimStatus) bool {
+	if cur.SandboxStatus.Name != next.SandboxStatus.Name || !slices.Equal(cur.SandboxStatus.PodIPs, next.SandboxStatus.PodIPs) {
+		return true
+	}
+	return !conditionsEqual(cur.Conditions, next.Conditions)
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
+			x.ObservedGeneration != y.ObservedGeneration || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
+			return false
+		}
+	}
+	return true
+}
