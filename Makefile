@@ -19,11 +19,11 @@ build: ## Build every binary into ./bin.
 tools: ## Build kube-apiserver, etcd, kustomize and controller-gen from Go modules (cached by hash).
 	hack/tools.sh
 
-manifests: ## Regenerate deepcopy code, the CRDs in config/crd and the controller's RBAC in config/rbac.
+manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBAC of controller/ and webhook/ in config/rbac.
 	@[ -x $(CONTROLLER_GEN) ] || hack/tools.sh controller-gen
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=sandbox-gitops-controller paths=./controller/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=sandbox-gitops-controller paths=./controller/... paths=./webhook/... output:rbac:artifacts:config=config/rbac
 
 test: ## Run every test: unit, golden, and envtest against the real kube-apiserver and etcd.
 	@[ -x $(BIN)/kube-apiserver ] && [ -x $(BIN)/etcd ] || hack/tools.sh
@@ -46,7 +46,7 @@ bench: ## Run the benchmarks (figures go into the README); the scale table runs 
 
 # Each fuzz target as package:Target; their seed corpora (every repro of a crash or a wrong
 # accept, and the golden inputs) run in every `make test`.
-FUZZ_TARGETS := ./manifest:FuzzRead ./manifest:FuzzDecode ./bundle:FuzzExpand ./krm:FuzzRun ./router:FuzzHeaders
+FUZZ_TARGETS := ./manifest:FuzzRead ./manifest:FuzzDecode ./bundle:FuzzExpand ./krm:FuzzRun ./router:FuzzHeaders ./api/convert:FuzzKeptAnnotations
 FUZZTIME ?= 10m
 FUZZPARALLEL ?= 1
 

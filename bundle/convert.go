@@ -12,8 +12,8 @@ import (
 )
 
 // ConvertSources returns objs with every v1alpha1 agent-sandbox object replaced by its v1beta1
-// form, so that an expanded stream applies to CRDs that serve only v1beta1 (ours; upstream's once
-// it drops v1alpha1). The conversion is migrate's: the object changes only where the versions
+// form, so that an expanded stream applies to CRDs without a conversion webhook running (ours
+// serve v1alpha1 only through the controller's; upstream's will drop v1alpha1). The conversion is migrate's: the object changes only where the versions
 // differ, and no defaults are added. Other objects are returned as the same pointers, in the same
 // order. A conversion that would lose information (a claim whose template differs from its
 // pool's) is an error naming the object and the field, and nothing is returned.

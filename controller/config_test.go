@@ -15,11 +15,11 @@ import (
 )
 
 // TestRBACUpToDate: config/rbac/role.yaml is what controller-gen makes of the +kubebuilder:rbac
-// markers in controller/ (the suite runs the controller under exactly that role).
+// markers in controller/ and webhook/ (the suites run the controller under exactly that role).
 func TestRBACUpToDate(t *testing.T) {
 	gen := testenv.Tool(t, "controller-gen")
 	out := t.TempDir()
-	cmd := exec.Command(gen, "rbac:roleName=sandbox-gitops-controller", "paths=./controller/...", "output:rbac:artifacts:config="+out)
+	cmd := exec.Command(gen, "rbac:roleName=sandbox-gitops-controller", "paths=./controller/...", "paths=./webhook/...", "output:rbac:artifacts:config="+out)
 	cmd.Dir = testenv.RepoRoot()
 	if o, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("controller-gen: %v\n%s", err, o)
@@ -37,24 +37,49 @@ func TestRBACUpToDate(t *testing.T) {
 	}
 }
 
-// TestRBACIsLeastPrivilege: no wildcards, no Secrets, no escalation verbs, nothing
-// cluster-admin-like in the role the controller runs under.
+// TestRBACIsLeastPrivilege: no wildcards, no escalation verbs, nothing cluster-admin-like in
+// the role the controller runs under. Secrets and CRDs only by name: get and update of the
+// webhook's certificate Secret in the controller's own namespace, get and patch (the caBundle)
+// of the four agent-sandbox CRDs.
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	objs, err := readManifests(filepath.Join(testenv.RepoRoot(), "config", "rbac"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	byName := map[string]struct {
+		kind, namespace string
+		names, verbs    []string
+	}{
+		"secrets": {"Role", "sandbox-gitops-system", []string{"sandbox-gitops-webhook-cert"}, []string{"get", "update"}},
+		"customresourcedefinitions": {"ClusterRole", "", []string{
+			"sandboxclaims.extensions.agents.x-k8s.io", "sandboxes.agents.x-k8s.io",
+			"sandboxtemplates.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io",
+		}, []string{"get", "patch"}},
+	}
 	for _, o := range objs {
 		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
 		for _, r := range rules {
 			rule := r.(map[string]any)
+			resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+			for _, res := range resources {
+				want, ok := byName[res]
+				if !ok {
+					continue
+				}
+				names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
+				verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+				got := []any{o.GetKind(), o.GetNamespace(), resources, names, verbs}
+				if diff := cmp.Diff([]any{want.kind, want.namespace, []string{res}, want.names, want.verbs}, got); diff != "" {
+					t.Errorf("%s %s: %s only by name, only what the webhook needs ([kind namespace resources resourceNames verbs] -want +got):\n%s", o.GetKind(), o.GetName(), res, diff)
+				}
+			}
 			for _, k := range []string{"apiGroups", "resources", "verbs"} {
 				vals, _, _ := unstructured.NestedStringSlice(rule, k)
 				for _, v := range vals {
 					if v == "*" {
 						t.Errorf("%s %s: wildcard in %s", o.GetKind(), o.GetName(), k)
 					}
-					if k == "resources" && (v == "secrets" || strings.HasPrefix(v, "roles") || strings.HasPrefix(v, "clusterroles")) {
+					if k == "resources" && (strings.HasPrefix(v, "roles") || strings.HasPrefix(v, "clusterroles")) {
 						t.Errorf("%s %s: the controller must not touch %s", o.GetKind(), o.GetName(), v)
 					}
 					if k == "verbs" && (v == "escalate" || v == "bind" || v == "impersonate") {
@@ -73,7 +98,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 
 // TestConfigDefaultBuilds: `kustomize build config/default` (the content of
 // `kubectl apply -k config/default`) builds with the kustomize from make tools, and holds the
-// CRDs, the RBAC the suite ran under, and the Deployment.
+// CRDs, the RBAC the suite ran under, the Deployment, and the conversion webhook's Service and
+// (empty) certificate Secret.
 func TestConfigDefaultBuilds(t *testing.T) {
 	kustomize := testenv.Tool(t, "kustomize")
 	cmd := exec.Command(kustomize, "build", filepath.Join(testenv.RepoRoot(), "config", "default"))
@@ -91,7 +117,7 @@ func TestConfigDefaultBuilds(t *testing.T) {
 	}
 	want := map[string]int{
 		"CustomResourceDefinition": 4, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 1,
+		"Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 2, "Secret": 1,
 	}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Errorf("kustomize build config/default kinds (-want +got):\n%s", diff)

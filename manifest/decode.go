@@ -90,7 +90,9 @@ func (e Errors) Error() string {
 }
 
 // kind says how to decode one GroupVersionKind: the Go type it decodes into and, for v1alpha1,
-// the conversion to the v1beta1 hub.
+// the conversion to the v1beta1 hub. It is the conversion webhook's own (convert's *ToHub), so
+// a v1alpha1 object renders as the cluster stores it, v1beta1 fields the webhook kept in an
+// annotation of an exported copy included.
 type kind struct {
 	newObject func() runtime.Object
 	toHub     func(runtime.Object) runtime.Object
@@ -101,10 +103,10 @@ var kinds = map[schema.GroupVersionKind]kind{
 	extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxTemplateKind):  {newObject: func() runtime.Object { return &extv1beta1.SandboxTemplate{} }},
 	extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind):     {newObject: func() runtime.Object { return &extv1beta1.SandboxClaim{} }},
 	extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxWarmPoolKind):  {newObject: func() runtime.Object { return &extv1beta1.SandboxWarmPool{} }},
-	agentsv1alpha1.GroupVersion.WithKind(agentsv1beta1.SandboxKind):   alpha(convert.Sandbox),
-	extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxTemplateKind): alpha(convert.SandboxTemplate),
-	extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind):    alpha(convert.SandboxClaim),
-	extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxWarmPoolKind): alpha(convert.SandboxWarmPool),
+	agentsv1alpha1.GroupVersion.WithKind(agentsv1beta1.SandboxKind):   alpha(convert.SandboxToHub),
+	extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxTemplateKind): alpha(convert.SandboxTemplateToHub),
+	extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind):    alpha(convert.SandboxClaimToHub),
+	extv1alpha1.GroupVersion.WithKind(extv1beta1.SandboxWarmPoolKind): alpha(convert.SandboxWarmPoolToHub),
 }
 
 // alpha describes a v1alpha1 kind by its conversion function.

@@ -15,6 +15,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/api/convert"
 )
 
 // The groups, versions and kinds migrate converts.
@@ -142,6 +144,9 @@ func (c *converter) object(obj *yaml) {
 	if !IsV1alpha1(av.Value) {
 		return
 	}
+	if c.keptByWebhook(obj) {
+		return
+	}
 	group := strings.TrimSuffix(av.Value, "/"+fromVersion)
 	switch {
 	case group == agentsGroup && kv.Value == "Sandbox":
@@ -157,6 +162,28 @@ func (c *converter) object(obj *yaml) {
 		return
 	}
 	c.setScalar(av, group+"/"+toVersion)
+}
+
+// keptByWebhook refuses an object read through the conversion webhook that carries v1beta1
+// fields v1alpha1 cannot hold (in convert.V1beta1Annotation): restoring them is not an edit of
+// the written text, and dropping them would lose them.
+func (c *converter) keptByWebhook(obj *yaml) bool {
+	_, md := get(obj, "metadata")
+	if md == nil || md.Kind != kyaml.MappingNode {
+		return false
+	}
+	_, ann := get(md, "annotations")
+	if ann == nil || ann.Kind != kyaml.MappingNode {
+		return false
+	}
+	k, _ := get(ann, convert.V1beta1Annotation)
+	if k == nil {
+		return false
+	}
+	c.fail(k, field.Forbidden(field.NewPath("metadata", "annotations").Key(convert.V1beta1Annotation),
+		"the conversion webhook keeps here v1beta1 fields this v1alpha1 copy cannot hold; export the object as v1beta1 instead "+
+			"(kubectl get <kind>.v1beta1.<group> -o yaml)"))
+	return true
 }
 
 // list converts the items of a v1 List (what kubectl get -o yaml writes) into the List's result;

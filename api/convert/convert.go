@@ -1,9 +1,13 @@
-// Package convert turns the deprecated v1alpha1 objects into their v1beta1 hub form, the only
-// form render accepts. It is pure: no client, no webhook. It follows upstream's conversion rules
-// (api/v1alpha1/*_conversion.go upstream) for every field render reads, except one deliberate
-// difference: upstream stores the whole v1alpha1 object in an api.agents.x-k8s.io/v1alpha1-*-state
-// annotation for lossless round trips; we convert once, in memory, and never convert back, so we
-// write no such annotation.
+// Package convert converts agent-sandbox objects between the deprecated v1alpha1 API and its
+// v1beta1 hub, following upstream's rules (api/v1alpha1/*_conversion.go upstream). It is pure: no
+// client, no webhook.
+//
+// Sandbox, SandboxTemplate, SandboxClaim and SandboxWarmPool are the plain one-way conversions
+// the render's edge uses. The *ToHub and *FromHub pairs (lossless.go) are what the conversion
+// webhook serves: every value one version cannot hold is kept in an annotation of the other, so a
+// round trip in either direction gives back exactly what was written. Upstream instead copies the
+// whole v1alpha1 object into an api.agents.x-k8s.io/v1alpha1-*-state annotation of the stored
+// object, and loses v1beta1-only fields on a v1alpha1 update.
 package convert
 
 import (
@@ -56,7 +60,8 @@ func Sandbox(in *agentsv1alpha1.Sandbox) *agentsv1beta1.Sandbox {
 }
 
 // SandboxTemplate converts a v1alpha1 template. volumeClaimTemplatesPolicy comes from upstream's
-// round-trip annotation when present and is otherwise left for defaulting (Disallowed).
+// round-trip annotation when it is present and not empty, and is otherwise left for defaulting
+// (Disallowed). An empty annotation stays an annotation, so that it converts back as it was.
 func SandboxTemplate(in *extv1alpha1.SandboxTemplate) *extv1beta1.SandboxTemplate {
 	out := &extv1beta1.SandboxTemplate{}
 	out.APIVersion = extv1beta1.GroupVersion.String()
@@ -71,7 +76,7 @@ func SandboxTemplate(in *extv1alpha1.SandboxTemplate) *extv1beta1.SandboxTemplat
 	}
 	out.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagement(in.Spec.NetworkPolicyManagement)
 	out.Spec.EnvVarsInjectionPolicy = extv1beta1.EnvVarsInjectionPolicy(in.Spec.EnvVarsInjectionPolicy)
-	if p, ok := out.Annotations[VolumeClaimTemplatesPolicyAnnotation]; ok {
+	if p := out.Annotations[VolumeClaimTemplatesPolicyAnnotation]; p != "" {
 		out.Spec.VolumeClaimTemplatesPolicy = extv1beta1.VolumeClaimTemplatesPolicy(p)
 		delete(out.Annotations, VolumeClaimTemplatesPolicyAnnotation)
 		if len(out.Annotations) == 0 {

@@ -29,7 +29,10 @@ import (
 
 const usage = `sandbox-controller applies the children of agent-sandbox Sandboxes and SandboxTemplates
 (Pods, PVCs, headless Services, NetworkPolicies) with server-side apply, exactly as
-sandbox-render renders them, and writes their status as upstream's controller does.
+sandbox-render renders them, and writes their status as upstream's controller does. Every
+replica also serves the CRDs' conversion webhook, which serves v1alpha1 without loss, with a
+certificate it makes, renews and publishes in the CRDs itself (--enable-webhook,
+--manage-webhook-certs).
 
 Usage:
   sandbox-controller [flags]
@@ -64,6 +67,7 @@ type flags struct {
 	namespaces                 string
 	qps                        float64
 	burst                      int
+	webhook                    webhookFlags
 	zap                        zap.Options
 }
 
@@ -90,6 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	fs.IntVar(&f.claimWorkers, "claim-workers", 50, "concurrent SandboxClaim reconciles")
 	fs.IntVar(&f.poolWorkers, "warm-pool-workers", 1, "concurrent SandboxWarmPool reconciles")
 	fs.StringVar(&f.controllers, "controllers", "*", "comma-separated reconcilers to run, * for all: "+strings.Join(controller.Controllers, ", "))
+	f.webhook.bind(fs)
 	f.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -119,6 +124,9 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 				return nil, nil, fmt.Errorf("--controllers: unknown reconciler %q (known: %s)", c, strings.Join(controller.Controllers, ", "))
 			}
 		}
+	}
+	if err := f.webhook.validate(); err != nil {
+		return nil, nil, err
 	}
 
 	var data []byte
@@ -199,6 +207,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
 	restConfig.UserAgent = "sandbox-gitops-controller"
+	webhookServer, rotator, err := f.webhook.server(restConfig)
+	if err != nil {
+		log.Error(err, "setting up the conversion webhook")
+		return 1
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
@@ -207,6 +220,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		LeaderElectionID:        "sandbox-gitops-controller",
 		LeaderElectionNamespace: f.leaderElectionNamespace,
 		Cache:                   controller.CacheOptions(*opts),
+		WebhookServer:           webhookServer,
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
@@ -214,6 +228,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if err := controller.Setup(ctx, mgr, *opts); err != nil {
 		log.Error(err, "setting up the controllers")
+		return 1
+	}
+	if err := f.webhook.setup(mgr, rotator); err != nil {
+		log.Error(err, "setting up the conversion webhook")
 		return 1
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -36,6 +36,8 @@ func TestUsage(t *testing.T) {
 		"bad rate":             {args: []string{"--kube-api-qps", "-1"}, wantCode: 2, wantErr: "must be positive"},
 		"unknown pack":         {args: []string{"--policy-packs", "restricted,nope"}, wantCode: 2, wantErr: `unknown pack "nope"`},
 		"arguments":            {args: []string{"extra"}, wantCode: 2, wantErr: "takes flags only"},
+		"bad webhook port":     {args: []string{"--webhook-port", "70000"}, wantCode: 2, wantErr: "--webhook-port 70000: want 1-65535"},
+		"no webhook namespace": {args: []string{"--webhook-namespace="}, wantCode: 2, wantErr: "must not be empty"},
 		"missing config":       {args: []string{"--render-config", filepath.Join(dir, "absent.yaml")}, wantCode: 2, wantErr: "absent.yaml"},
 		"config with a typo":   {args: []string{"--render-config", typo}, wantCode: 2, wantErr: "clusterDomian"},
 		"config with spec.now": {args: []string{"--render-config", withNow}, wantCode: 2, wantErr: "spec.now"},

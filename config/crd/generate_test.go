@@ -5,11 +5,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 
+	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 )
 
@@ -74,5 +78,40 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAllIsConfigCRD: crd.All(), which every test installs, is what `kustomize build config/crd`
+// (and so config/default and bases/crds) gives, conversion stanza included.
+func TestAllIsConfigCRD(t *testing.T) {
+	kustomize := testenv.Tool(t, "kustomize")
+	out, err := exec.Command(kustomize, "build", filepath.Join(testenv.RepoRoot(), "config", "crd")).Output()
+	if err != nil {
+		t.Fatalf("kustomize build config/crd: %v", err)
+	}
+	var built []*apiextensionsv1.CustomResourceDefinition
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict([]byte(doc), c); err != nil {
+			t.Fatal(err)
+		}
+		built = append(built, c)
+	}
+	byName := func(s []*apiextensionsv1.CustomResourceDefinition) {
+		sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
+	}
+	byName(built)
+	all, err := crd.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName(all)
+	if diff := cmp.Diff(built, all); diff != "" {
+		t.Errorf("crd.All() differs from kustomize build config/crd (-kustomize +crd.All):\n%s", diff)
+	}
+	for _, c := range all {
+		if c.Spec.Conversion == nil || c.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
+			t.Errorf("%s: v1alpha1 is served, so conversion must go to the webhook, not %v", c.Name, c.Spec.Conversion)
+		}
 	}
 }

@@ -1,11 +1,10 @@
 // Package v1alpha1 holds the deprecated agents.x-k8s.io/v1alpha1 Sandbox API that older
 // repositories and much of the documentation still use (spec.replicas instead of
 // spec.operatingMode). Nothing renders from these types directly: package convert turns them into
-// v1beta1 once, at the edge.
+// v1beta1, at the render's edge and in the controller's conversion webhook.
 //
-// The version is generated into the CRD unserved: its schema is kept so that render can apply
-// the same defaults the API server would, but this project runs no conversion webhook, so the
-// API server must not serve it (a deliberate deviation, listed in the README).
+// The version is served (deprecated, not stored): the CRDs in config/crd send its conversions to
+// the webhook that sandbox-controller runs, as upstream's do.
 //
 // +kubebuilder:object:generate=true
 // +groupName=agents.x-k8s.io

@@ -1,7 +1,8 @@
 // Package v1alpha1 holds the deprecated extensions.agents.x-k8s.io/v1alpha1 API. The claim is
 // shaped differently from v1beta1 (sandboxTemplateRef plus a warmpool policy instead of a
-// mandatory warmPoolRef). Package convert turns these into v1beta1 at the edge; the version is
-// generated into the CRDs unserved, for its schema defaults only.
+// mandatory warmPoolRef). Package convert turns these into v1beta1, at the render's edge and in
+// the controller's conversion webhook; the version is served (deprecated, not stored) through
+// that webhook, as upstream's is.
 //
 // +kubebuilder:object:generate=true
 // +groupName=extensions.agents.x-k8s.io

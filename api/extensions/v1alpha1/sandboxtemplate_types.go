@@ -45,7 +45,6 @@ type SandboxTemplateSpec struct {
 // SandboxTemplate is the deprecated v1alpha1 form of a SandboxTemplate.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=sandboxtemplate
-// +kubebuilder:unservedversion
 // +kubebuilder:deprecatedversion:warning="extensions.agents.x-k8s.io/v1alpha1 SandboxTemplate is deprecated; use extensions.agents.x-k8s.io/v1beta1 SandboxTemplate instead"
 type SandboxTemplate struct {
 	metav1.TypeMeta `json:",inline"`

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	agentsv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1alpha1"
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/webhook"
+	"github.com/sandbox-gitops/sandbox-gitops/webhook/certs"
+)
+
+// TestRunAgainstAnAPIServer runs the built command on a real API server, as
+// the controller's ServiceAccount with config/default's RBAC, its Secret and Service installed
+// and the CRDs' conversion pointed at the webhook port (envtest routes no Services). By default
+// the controller serves the conversion webhook with a certificate it made and published in the
+// CRDs; with --enable-webhook=false it reconciles without one, touching neither the Secret nor
+// the CRDs, and v1alpha1 requests fail naming the webhook.
+func TestRunAgainstAnAPIServer(t *testing.T) {
+	testenv.Tool(t, "kube-apiserver")
+	testenv.Tool(t, "etcd")
+	kustomize := testenv.Tool(t, "kustomize")
+	env, err := testenv.NewEnvironment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.CRDs = nil
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the API server: %v", err)
+		}
+	})
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, agentsv1alpha1.AddToScheme, agentsv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhookPort := freePort(t)
+	crds, err := crd.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range crds {
+		c.Spec.Conversion.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d/convert", webhookPort))}
+	}
+	if err := testenv.InstallCRDs(cfg, crds); err != nil {
+		t.Fatal(err)
+	}
+	install(t, admin, kustomize)
+	user, err := env.AddUser(envtest.User{
+		Name:   "system:serviceaccount:sandbox-gitops-system:sandbox-gitops-controller",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:sandbox-gitops-system", "system:authenticated"},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := buildBinary(t)
+	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := map[string]struct {
+		args        []string
+		wantWebhook bool
+	}{
+		"default":                {args: []string{"--webhook-cert-hosts=127.0.0.1"}, wantWebhook: true},
+		"--enable-webhook=false": {args: []string{"--enable-webhook=false"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			reset(t, admin)
+			ns := "t-" + strings.Trim(strings.Map(func(r rune) rune {
+				if r >= 'a' && r <= 'z' {
+					return r
+				}
+				return '-'
+			}, name), "-")
+			if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				t.Fatal(err)
+			}
+			probes := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			args := append([]string{
+				"--kubeconfig=" + kubeconfigPath, "--namespaces=" + ns, "--metrics-bind-address=0",
+				"--health-probe-bind-address=" + probes, fmt.Sprintf("--webhook-port=%d", webhookPort), "--zap-log-level=error",
+			}, tc.args...)
+			cmd := exec.Command(binary, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			defer func() {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case err := <-exited:
+					if err != nil {
+						t.Errorf("after SIGTERM: %v, want exit 0:\n%s", err, stderr.String())
+					}
+				case <-time.After(30 * time.Second):
+					_ = cmd.Process.Kill()
+					t.Error("the controller did not stop within 30 s of SIGTERM")
+				}
+			}()
+			eventually(t, "the controller to be ready", func() error {
+				select {
+				case err := <-exited:
+					t.Fatalf("the controller exited: %v\n%s", err, stderr.String())
+				default:
+				}
+				return readyz(probes)
+			})
+
+			sb := &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: ns}}
+			sb.Spec.PodTemplate.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+			if err := admin.Create(ctx, sb); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the controller to create the Sandbox's Pod", func() error {
+				return admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "box"}, &corev1.Pod{})
+			})
+
+			alphaErr := admin.Get(ctx, client.ObjectKeyFromObject(sb), &agentsv1alpha1.Sandbox{})
+			secret := &corev1.Secret{}
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: webhook.DefaultNamespace, Name: webhook.DefaultSecretName}, secret); err != nil {
+				t.Fatal(err)
+			}
+			bundles := caBundles(t, admin)
+			_, dialErr := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", webhookPort), time.Second)
+			if tc.wantWebhook {
+				if alphaErr != nil {
+					t.Errorf("reading the Sandbox as v1alpha1: %v", alphaErr)
+				}
+				for crdName, b := range bundles {
+					if len(b) == 0 || !bytes.Equal(b, secret.Data[certs.CABundleKey]) {
+						t.Errorf("CRD %s: caBundle is not the CA the controller made in its Secret", crdName)
+					}
+				}
+				return
+			}
+			if alphaErr == nil || !strings.Contains(alphaErr.Error(), "conversion webhook") {
+				t.Errorf("a v1alpha1 read without the webhook: %v, want a failed conversion webhook call", alphaErr)
+			}
+			if dialErr == nil {
+				t.Error("something listens on the webhook port with --enable-webhook=false")
+			}
+			if len(secret.Data) != 0 {
+				t.Errorf("the Secret was filled with --enable-webhook=false: %v keys", len(secret.Data))
+			}
+			for crdName, b := range bundles {
+				if len(b) != 0 {
+					t.Errorf("CRD %s got a caBundle with --enable-webhook=false", crdName)
+				}
+			}
+		})
+	}
+}
+
+// buildBinary builds sandbox-controller into the test's temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "sandbox-controller")
+	if b, err := exec.Command("go", "build", "-o", out, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return out
+}
+
+// install creates what config/default holds, except the CRDs (installed pointing at the
+// webhook port) and the Deployment (the test runs the command itself).
+func install(t *testing.T, admin client.Client, kustomize string) {
+	t.Helper()
+	out, err := exec.Command(kustomize, "build", filepath.Join(testenv.RepoRoot(), "config", "default")).Output()
+	if err != nil {
+		t.Fatalf("kustomize build config/default: %v", err)
+	}
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := d.Decode(&u.Object); err != nil {
+			if err.Error() == "EOF" {
+				return
+			}
+			t.Fatal(err)
+		}
+		if k := u.GetKind(); k == "CustomResourceDefinition" || k == "Deployment" || len(u.Object) == 0 {
+			continue
+		}
+		if err := admin.Create(context.Background(), u); err != nil {
+			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// reset empties the webhook's Secret and the CRDs' caBundle, as a fresh install has them.
+func reset(t *testing.T, admin client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	s := &corev1.Secret{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: webhook.DefaultNamespace, Name: webhook.DefaultSecretName}, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Data = nil
+	if err := admin.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range webhook.CRDs {
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.Conversion.Webhook.ClientConfig.CABundle = nil
+		if err := admin.Update(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func caBundles(t *testing.T, admin client.Client) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, name := range webhook.CRDs {
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		if err := admin.Get(context.Background(), client.ObjectKey{Name: name}, c); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = c.Spec.Conversion.Webhook.ClientConfig.CABundle
+	}
+	return out
+}
+
+func readyz(addr string) error {
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/readyz: %s", resp.Status)
+	}
+	return nil
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
