@@ -86,7 +86,7 @@ type convergeResult struct {
 func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Duration) convergeResult {
 	ns := newNamespace(b)
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--namespaces", ns,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "error")
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--enable-webhook=false", "--zap-log-level", "error")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

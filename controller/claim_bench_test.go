@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
@@ -31,11 +33,18 @@ import (
 //     until the pool has 50 Ready members again.
 //   - cold: against a pool of 0 (every claim starts cold); all its writes are on its path.
 //
-// Run with `make bench` (or `go test -run '^$' -bench Claims ./controller/`).
+// Run with `make bench` (or `go test -run '^$' -bench Claims ./controller/`); SANDBOX_BENCH_CLAIMS
+// sets the number of claims (and members), 50 by default.
 func BenchmarkClaims(b *testing.B) {
 	bin := buildController(b)
 	kubeconfig := writeKubeconfig(b, asController)
-	const n = 50
+	n := 50
+	if v := os.Getenv("SANDBOX_BENCH_CLAIMS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, mode := range []string{"warm", "warm+refill", "cold"} {
 		b.Run(mode, func(b *testing.B) {
 			for range b.N {
@@ -61,9 +70,9 @@ func BenchmarkClaims(b *testing.B) {
 				stop()
 				b.ReportMetric(r.p50.Seconds()*1000, "ms-p50")
 				b.ReportMetric(r.p99.Seconds()*1000, "ms-p99")
-				b.ReportMetric(r.writes/n, "writes/claim")
+				b.ReportMetric(r.writes/float64(n), "writes/claim")
 				if mode == "warm" {
-					b.ReportMetric((r.byKind["sandboxes APPLY"]+r.byKind["sandboxclaims/status PATCH"])/n, "critical-path-writes/claim")
+					b.ReportMetric((r.byKind["sandboxes APPLY"]+r.byKind["sandboxclaims/status PATCH"])/float64(n), "critical-path-writes/claim")
 				}
 				if r.refill > 0 {
 					b.ReportMetric(r.refill.Seconds(), "s-pool-refill")
@@ -94,6 +103,20 @@ func claimBurst(b *testing.B, ns, pool string, n int, refill bool) burstResult {
 	}
 	defer w.Stop()
 
+	if path := os.Getenv("SANDBOX_BENCH_APISERVER_PROFILE"); path != "" {
+		// A CPU profile of the API server during the burst, to see where its time goes.
+		go func() {
+			cs, err := kubernetes.NewForConfig(env.Config)
+			if err != nil {
+				return
+			}
+			body, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "2").DoRaw(context.Background())
+			if err == nil {
+				_ = os.WriteFile(path, body, 0o644)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+	}
 	var mu sync.Mutex
 	created := map[string]time.Time{}
 	before := writeCounts(b)
@@ -161,7 +184,7 @@ func claimBurst(b *testing.B, ns, pool string, n int, refill bool) burstResult {
 // startControllerProcess runs the controller binary on one namespace until stop is called.
 func startControllerProcess(b *testing.B, bin, kubeconfig, ns string, extra ...string) (stop func()) {
 	args := append([]string{"--kubeconfig", kubeconfig, "--namespaces", ns,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", benchLogLevel(), "--zap-time-encoding", "rfc3339nano"}, extra...)
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--enable-webhook=false", "--zap-log-level", benchLogLevel(), "--zap-time-encoding", "rfc3339nano"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
