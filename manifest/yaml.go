@@ -48,6 +48,15 @@ func EncodeKeeping(objs []*unstructured.Unstructured, sources map[*unstructured.
 // anything else under either (58130e46, 0o17, yes). sigs.k8s.io/yaml's YAML 1.1 encoder left
 // 0o17 and 0b1 style strings plain, which YAML 1.2 reads as numbers.
 func EncodeObject(obj map[string]any) ([]byte, error) {
+	if b, ok := appendYAML(nil, obj); ok {
+		return b, nil
+	}
+	return encodeGoYAML(obj)
+}
+
+// encodeGoYAML is EncodeObject through go-yaml itself: the reference appendYAML matches, and
+// its fallback for what appendYAML does not cover.
+func encodeGoYAML(obj map[string]any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := kyaml.NewEncoder(&buf)
 	if err := enc.Encode(obj); err != nil {
