@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +27,35 @@ import (
 // the label belongs to someone else, and Expand refuses to overwrite it, as upstream refuses to
 // adopt it. Objects that are not agent-sandbox kinds pass through untouched.
 func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstructured.Unstructured, error) {
+	entries, err := ExpandEntries(objs, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(entries))
+	for i, e := range entries {
+		out[i] = e.Object
+		if e.Input >= 0 {
+			out[i] = objs[e.Input]
+		}
+	}
+	return out, nil
+}
+
+// Entry is one object of an expansion: an input object passed through (Input, its index in the
+// objects given) or a rendered child (Input is -1, and Object or YAML is set).
+type Entry struct {
+	Input  int
+	Object *unstructured.Unstructured
+	// YAML is the child as manifest.EncodeObject writes it, when the expansion was asked to encode.
+	YAML []byte
+}
+
+// ExpandEntries is Expand telling the inputs passed through from the children. With encode, each
+// child comes as its YAML, encoded as soon as it is made, and its typed and unstructured forms
+// are let go at once: a caller that writes the result (the KRM function) then never holds
+// tens of thousands of children in three forms. The order, the checks and the errors are
+// Expand's.
+func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encode bool) ([]Entry, error) {
 	b, err := manifest.Decode(objs)
 	if err != nil {
 		return nil, err
@@ -35,28 +65,6 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 		b.FieldsAsWritten(err)
 		return nil, err
 	}
-
-	rendered := make(map[string]render.Child, len(children))
-	out := make([]*unstructured.Unstructured, 0, len(objs)+len(children))
-	var errs []error
-	converted := make([]*unstructured.Unstructured, len(children))
-	convErrs := make([]error, len(children))
-	parallel.Each(len(children), func(i int) { converted[i], convErrs[i] = toUnstructured(children[i].Object) })
-	if err := errors.Join(convErrs...); err != nil {
-		return nil, err
-	}
-	for i, c := range children {
-		u := converted[i]
-		id := identity(u)
-		if prev, dup := rendered[id]; dup {
-			errs = append(errs, fmt.Errorf("%s is rendered twice: from %s and from %s; rename one of them",
-				describe(u), prev.Parent, c.Parent))
-			continue
-		}
-		rendered[id] = c
-		out = append(out, u)
-	}
-
 	// A preview at a moment (opts.Now) leaves out Sandboxes a controller will have deleted.
 	gone := map[string]bool{}
 	for _, sb := range b.Input().Sandboxes {
@@ -64,8 +72,58 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 			gone[sb.Namespace+"/"+sb.Name] = true
 		}
 	}
+
+	type child struct {
+		key   manifest.CanonicalKey
+		group string
+		obj   *unstructured.Unstructured
+		yaml  []byte
+		err   error
+	}
+	made := make([]child, len(children))
+	parallel.Each(len(children), func(i int) {
+		c := &made[i]
+		u, err := toUnstructured(children[i].Object)
+		children[i].Object = nil
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.key, c.group = manifest.KeyOf(u), u.GroupVersionKind().Group
+		if encode {
+			c.yaml, c.err = manifest.EncodeObject(u.Object)
+		} else {
+			c.obj = u
+		}
+	})
+
+	convErrs := make([]error, len(made))
+	for i, m := range made {
+		convErrs[i] = m.err
+	}
+	if err := errors.Join(convErrs...); err != nil {
+		return nil, err
+	}
+
+	rendered := make(map[string]render.Child, len(children))
+	out := make([]Entry, 0, len(objs)+len(children))
+	keys := make([]manifest.CanonicalKey, 0, len(objs)+len(children))
+	var errs []error
+	for i, c := range children {
+		m := made[i]
+		id := m.group + "/" + m.key.Kind + "/" + m.key.Namespace + "/" + m.key.Name
+		if prev, dup := rendered[id]; dup {
+			errs = append(errs, fmt.Errorf("%s is rendered twice: from %s and from %s; rename one of them",
+				describe(m.key), prev.Parent, c.Parent))
+			continue
+		}
+		rendered[id] = c
+		out = append(out, Entry{Input: -1, Object: m.obj, YAML: m.yaml})
+		keys = append(keys, m.key)
+	}
+
 	seen := make(map[string]bool, len(objs))
-	for _, o := range objs {
+	for i, o := range objs {
 		if o.GroupVersionKind().Group == "agents.x-k8s.io" && o.GetKind() == "Sandbox" && gone[o.GetNamespace()+"/"+o.GetName()] {
 			continue
 		}
@@ -78,7 +136,8 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 		seen[id] = true
 		child, ok := rendered[id]
 		if !ok {
-			out = append(out, o)
+			out = append(out, Entry{Input: i})
+			keys = append(keys, manifest.KeyOf(o))
 			continue
 		}
 		if got, _, _ := unstructured.NestedString(o.Object, child.MarkerPath...); got != child.MarkerValue {
@@ -93,8 +152,21 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 		return nil, errors.Join(errs...)
 	}
-	manifest.SortCanonical(out)
+	sort.Stable(byKey{out, keys})
 	return out, nil
+}
+
+// byKey sorts entries by their canonical keys (manifest.SortCanonical's order).
+type byKey struct {
+	entries []Entry
+	keys    []manifest.CanonicalKey
+}
+
+func (b byKey) Len() int           { return len(b.entries) }
+func (b byKey) Less(i, j int) bool { return b.keys[i].Compare(b.keys[j]) < 0 }
+func (b byKey) Swap(i, j int) {
+	b.entries[i], b.entries[j] = b.entries[j], b.entries[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }
 
 // toUnstructured converts a typed child. A rendered child is desired state: it has no status
@@ -119,9 +191,9 @@ func identity(o *unstructured.Unstructured) string {
 	return gvk.Group + "/" + gvk.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
 }
 
-func describe(o *unstructured.Unstructured) string {
-	if o.GetNamespace() == "" {
-		return o.GetKind() + " " + o.GetName()
+func describe(k manifest.CanonicalKey) string {
+	if k.Namespace == "" {
+		return k.Kind + " " + k.Name
 	}
-	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+	return k.Kind + " " + k.Namespace + "/" + k.Name
 }
