@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
@@ -22,9 +21,11 @@ import (
 // to out, streaming one item at a time. It returns the results as an error when one of them is an
 // error (the function then exits non-zero), after writing the output.
 //
-// kyaml's framework.Execute would serialise the whole list as one YAML document; on tens of
-// thousands of items that costs more than the render itself. Items the function passes through
-// are written as the nodes it read; rendered ones are written from their objects directly.
+// kyaml's framework.Execute would hold the list as nodes, objects and output nodes at once, and
+// serialise it as one YAML document; on tens of thousands of items that costs more than the
+// render itself. Here the list is held once: each item's nodes are let go as soon as the item is
+// read into an object and its text is cut out of the input; items passed through are written as
+// that text, rendered ones are encoded a batch at a time as they are written and then let go.
 func Run(in io.Reader, out io.Writer) error {
 	data, err := io.ReadAll(in)
 	if err != nil {
@@ -38,13 +39,13 @@ func Run(in io.Reader, out io.Writer) error {
 		}
 		return rl
 	}
-	items := rl.Items
-	res, procErr := process(rl)
-	source := sourceTexts(data, items)
-	for i := range res {
-		res[i].text = source[res[i].node]
+	srcs, texts, err := readItems(data, rl.Items)
+	if err != nil {
+		return err
 	}
-	if err := write(out, rl, res); err != nil {
+	rl.Items = nil
+	res, procErr := process(rl.FunctionConfig, srcs, &rl.Results, true)
+	if err := write(out, rl, texts, res); err != nil {
 		return err
 	}
 	if procErr != nil {
@@ -54,6 +55,27 @@ func Run(in io.Reader, out io.Writer) error {
 		return rl.Results
 	}
 	return nil
+}
+
+// readItems reads the listed items into objects and finds the text each is written back as: its
+// text in the input, or kyaml's encoding of it when the text cannot be cut out. Each item's nodes
+// are let go once it is read (the slice's entries are cleared), so the list is never held as
+// nodes and objects at once.
+func readItems(data []byte, nodes []*kyaml.RNode) ([]source, [][]byte, error) {
+	texts := sourceTexts(data, nodes)
+	srcs := make([]source, len(nodes))
+	errs := make([]error, len(nodes))
+	parallel.Each(len(nodes), func(i int) {
+		n := nodes[i]
+		srcs[i] = readSource(n.YNode())
+		if texts[i] == nil {
+			var s string
+			s, errs[i] = n.String()
+			texts[i] = []byte(s)
+		}
+		nodes[i] = nil
+	})
+	return srcs, texts, errors.Join(errs...)
 }
 
 // ResourceList apiVersions the KRM functions specification defines.
@@ -170,20 +192,12 @@ func nodeKind(n *kyaml.Node) string {
 	return fmt.Sprintf("the value %q", n.Value)
 }
 
-// item is one output item: a node passed through (with its text as it was read, when known), or
-// a rendered object.
-type item struct {
-	node *kyaml.RNode
-	text []byte
-	obj  *unstructured.Unstructured
-}
-
 // sourceTexts finds, for each item of a block-style ResourceList, its text exactly as it was in
 // the input (without the "- " and the indentation of the items list), so that items passed
 // through come out byte for byte and need no encoding. Items it cannot delimit safely (flow
 // style, JSON, several on one line) are left out and get encoded.
-func sourceTexts(data []byte, items []*kyaml.RNode) map[*kyaml.RNode][]byte {
-	out := make(map[*kyaml.RNode][]byte, len(items))
+func sourceTexts(data []byte, items []*kyaml.RNode) [][]byte {
+	out := make([][]byte, len(items))
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	end := len(lines) // exclusive, 0-based: where the text of the current item stops
 	// The items list is followed by functionConfig or results, or by the end of the input; find
@@ -228,7 +242,7 @@ func sourceTexts(data []byte, items []*kyaml.RNode) map[*kyaml.RNode][]byte {
 			}
 		}
 		if ok {
-			out[items[k]] = b.Bytes()
+			out[k] = b.Bytes()
 		}
 		end = start
 	}
@@ -254,15 +268,28 @@ func isDashComment(l []byte, indent int) bool {
 		string(l[indent-2:indent]) == "- " && l[indent] == '#'
 }
 
-func write(out io.Writer, rl *framework.ResourceList, items []item) error {
-	texts, err := encodeAll(items)
-	if err != nil {
-		return err
-	}
+// writeBatch is how many items are encoded at once, on every core, before they are written and
+// let go: enough to keep the cores busy, few enough that the encoded text is never all held.
+const writeBatch = 1024
+
+// write writes the output ResourceList: items a batch at a time, each passed-through item as its
+// text, each rendered one encoded, and each let go once written.
+func write(out io.Writer, rl *framework.ResourceList, texts [][]byte, items []item) error {
 	w := bufio.NewWriterSize(out, 1<<20)
 	w.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
-	for _, text := range texts {
-		writeIndented(w, "- ", text)
+	for start := 0; start < len(items); start += writeBatch {
+		batch := items[start:min(start+writeBatch, len(items))]
+		encoded, err := encodeAll(batch, texts)
+		if err != nil {
+			return err
+		}
+		for i, text := range encoded {
+			writeIndented(w, "- ", text)
+			if src := batch[i].src; src >= 0 {
+				texts[src] = nil
+			}
+		}
+		clear(batch)
 	}
 	if rl.FunctionConfig != nil {
 		s, err := rl.FunctionConfig.String()
@@ -283,28 +310,28 @@ func write(out io.Writer, rl *framework.ResourceList, items []item) error {
 	return w.Flush()
 }
 
-// encodeAll serialises the items on every core; on large lists encoding costs as much as the
-// render.
-func encodeAll(items []item) ([][]byte, error) {
-	texts := make([][]byte, len(items))
+// encodeAll serialises items on every core; on large lists encoding costs as much as the render.
+func encodeAll(items []item, texts [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(items))
 	errs := make([]error, len(items))
 	parallel.Each(len(items), func(i int) {
 		it := items[i]
-		if it.text != nil {
-			texts[i] = it.text
-			return
-		}
-		if it.node != nil {
+		switch {
+		case it.src >= 0:
+			out[i] = texts[it.src]
+		case it.text != nil:
+			out[i] = it.text
+		case it.node != nil:
 			var s string
 			s, errs[i] = it.node.String()
-			texts[i] = []byte(s)
-			return
+			out[i] = []byte(s)
+		default:
+			// Straight to YAML with the encoder of the one reader: it quotes strings that would
+			// read back as anything else (hash labels such as 58130e46, 0o17, yes).
+			out[i], errs[i] = manifest.EncodeObject(it.obj.Object)
 		}
-		// Straight to YAML with the encoder of the one reader: it quotes strings that would read
-		// back as anything else (hash labels such as 58130e46, 0o17, yes).
-		texts[i], errs[i] = manifest.EncodeObject(it.obj.Object)
 	})
-	return texts, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // writeIndented writes a YAML document as a block under a list or map key: the first line after
