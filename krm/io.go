@@ -31,19 +31,22 @@ func Run(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("reading the ResourceList: %w", err)
 	}
-	rl, root, bad := readResourceList(data)
-	if bad != nil {
-		rl := framework.Results{bad}
-		if err := writeMalformed(out, root, rl); err != nil {
+	rl, srcs, texts, ok := readSplit(data)
+	if !ok {
+		var root *kyaml.Node
+		var bad *framework.Result
+		if rl, root, bad = readResourceList(data); bad != nil {
+			rl := framework.Results{bad}
+			if err := writeMalformed(out, root, rl); err != nil {
+				return err
+			}
+			return rl
+		}
+		if srcs, texts, err = readItems(data, root, rl.Items); err != nil {
 			return err
 		}
-		return rl
+		rl.Items = nil
 	}
-	srcs, texts, err := readItems(data, rl.Items)
-	if err != nil {
-		return err
-	}
-	rl.Items = nil
 	res, procErr := process(rl.FunctionConfig, srcs, &rl.Results, true)
 	if err := write(out, rl, texts, res); err != nil {
 		return err
@@ -61,8 +64,12 @@ func Run(in io.Reader, out io.Writer) error {
 // text in the input, or kyaml's encoding of it when the text cannot be cut out. Each item's nodes
 // are let go once it is read (the slice's entries are cleared), so the list is never held as
 // nodes and objects at once.
-func readItems(data []byte, nodes []*kyaml.RNode) ([]source, [][]byte, error) {
-	texts := sourceTexts(data, nodes)
+func readItems(data []byte, root *kyaml.Node, nodes []*kyaml.RNode) ([]source, [][]byte, error) {
+	pos := make([]itemPos, len(nodes))
+	for i, n := range nodes {
+		pos[i] = posOf(n.YNode())
+	}
+	texts := sourceTexts(data, pos, keyAfterItems(root))
 	srcs := make([]source, len(nodes))
 	errs := make([]error, len(nodes))
 	parallel.Each(len(nodes), func(i int) {
@@ -76,6 +83,24 @@ func readItems(data []byte, nodes []*kyaml.RNode) ([]source, [][]byte, error) {
 		nodes[i] = nil
 	})
 	return srcs, texts, errors.Join(errs...)
+}
+
+// keyAfterItems is the 0-based line of the first top-level key after items (where the items'
+// text ends), or a line past any input. A line at the start of a line is not necessarily a key:
+// a flow value may run over several lines, "}" alone at the start of one.
+func keyAfterItems(root *kyaml.Node) int {
+	itemsAt, next := -1, int(^uint(0)>>1)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i]; k.Value == "items" {
+			itemsAt = k.Line
+		}
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if l := root.Content[i].Line; l > itemsAt && itemsAt >= 0 {
+			next = min(next, l-1)
+		}
+	}
+	return next
 }
 
 // ResourceList apiVersions the KRM functions specification defines.
@@ -99,7 +124,14 @@ func readResourceList(data []byte) (*framework.ResourceList, *kyaml.Node, *frame
 	case len(docs) > 1:
 		return nil, nil, bad("the input has %d YAML documents; a KRM function reads one ResourceList", len(docs))
 	}
-	root := docs[0].Node
+	return checkRoot(docs[0].Node)
+}
+
+// checkRoot is readResourceList on the parsed document.
+func checkRoot(root *kyaml.Node) (*framework.ResourceList, *kyaml.Node, *framework.Result) {
+	bad := func(format string, args ...any) *framework.Result {
+		return &framework.Result{Severity: framework.Error, Message: "malformed ResourceList: " + fmt.Sprintf(format, args...)}
+	}
 	if root.Kind != kyaml.MappingNode {
 		return nil, nil, bad("line %d: the input must be a ResourceList object, not %s", root.Line, nodeKind(root))
 	}
@@ -192,34 +224,34 @@ func nodeKind(n *kyaml.Node) string {
 	return fmt.Sprintf("the value %q", n.Value)
 }
 
+// itemPos is where an item's node starts in the input, and whether it is written in flow style.
+type itemPos struct {
+	line, column int
+	flow         bool
+}
+
+func posOf(n *kyaml.Node) itemPos {
+	return itemPos{line: n.Line, column: n.Column, flow: n.Style&kyaml.FlowStyle != 0}
+}
+
 // sourceTexts finds, for each item of a block-style ResourceList, its text exactly as it was in
 // the input (without the "- " and the indentation of the items list), so that items passed
-// through come out byte for byte and need no encoding. Items it cannot delimit safely (flow
-// style, JSON, several on one line) are left out and get encoded.
-func sourceTexts(data []byte, items []*kyaml.RNode) [][]byte {
+// through come out byte for byte and need no encoding. end is the 0-based line of the list's
+// next top-level key (or past the input's last line): the items' text stops there. Items it
+// cannot delimit safely (flow style, JSON, several on one line, a line outside the item's
+// indentation) are left out and get encoded.
+func sourceTexts(data []byte, items []itemPos, end int) [][]byte {
 	out := make([][]byte, len(items))
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	end := len(lines) // exclusive, 0-based: where the text of the current item stops
-	// The items list is followed by functionConfig or results, or by the end of the input; find
-	// the first top-level key after the last item.
-	last := 0
-	for _, n := range items {
-		last = max(last, n.YNode().Line)
-	}
-	for i := last; i < len(lines); i++ {
-		if l := lines[i]; len(l) > 0 && l[0] != ' ' && l[0] != '-' && l[0] != '#' && l[0] != '\n' {
-			end = i
-			break
-		}
-	}
+	end = min(end, len(lines)) // exclusive, 0-based: where the text of the current item stops
 	for k := len(items) - 1; k >= 0; k-- {
-		y := items[k].YNode()
-		start := y.Line - 1
-		if y.Style&kyaml.FlowStyle != 0 || y.Line == 0 || y.Column < 3 || start >= end {
+		y := items[k]
+		start := y.line - 1
+		if y.flow || y.line == 0 || y.column < 3 || start >= end {
 			end = start
 			continue
 		}
-		indent := y.Column - 1 // the item's keys start here; "- " sits just before
+		indent := y.column - 1 // the item's keys start here; "- " sits just before
 		start = headComments(lines, start, indent)
 		first := lines[start]
 		if len(first) < indent || string(first[indent-2:indent]) != "- " {
