@@ -4,6 +4,7 @@
 package bundle
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -51,28 +52,17 @@ type Entry struct {
 }
 
 // ExpandEntries is Expand telling the inputs passed through from the children. With encode, each
-// child comes as its YAML, encoded as soon as it is made, and its typed and unstructured forms
-// are let go at once: a caller that writes the result (the KRM function) then never holds
-// tens of thousands of children in three forms. The order, the checks and the errors are
-// Expand's.
+// child comes as its YAML, encoded as the render makes it (render.RenderEach), and its typed and
+// unstructured forms are let go at once: a caller that writes the result (the KRM function) then
+// never holds tens of thousands of children typed, unstructured and encoded. The order, the
+// checks and the errors are Expand's.
 func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encode bool) ([]Entry, error) {
 	b, err := manifest.Decode(objs)
 	if err != nil {
 		return nil, err
 	}
-	children, err := render.Render(b.Input(), opts)
-	if err != nil {
-		b.FieldsAsWritten(err)
-		return nil, err
-	}
-	// A preview at a moment (opts.Now) leaves out Sandboxes a controller will have deleted.
-	gone := map[string]bool{}
-	for _, sb := range b.Input().Sandboxes {
-		if _, deleted := render.Expiring(sb, opts); deleted {
-			gone[sb.Namespace+"/"+sb.Name] = true
-		}
-	}
-
+	// Each child is turned into an unstructured object (and, with encode, YAML) a batch at a time
+	// as the render makes it, on every core, and its typed form let go.
 	type child struct {
 		key   manifest.CanonicalKey
 		group string
@@ -80,23 +70,53 @@ func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encod
 		yaml  []byte
 		err   error
 	}
-	made := make([]child, len(children))
-	parallel.Each(len(children), func(i int) {
-		c := &made[i]
-		u, err := toUnstructured(children[i].Object)
-		children[i].Object = nil
-		if err != nil {
-			c.err = err
-			return
+	var children []render.Child // with their objects let go
+	var made []child
+	var batch []render.Child
+	convert := func() {
+		start := len(made)
+		made = append(made, make([]child, len(batch))...)
+		parallel.Each(len(batch), func(i int) {
+			c := &made[start+i]
+			u, err := toUnstructured(batch[i].Object)
+			if err != nil {
+				c.err = err
+				return
+			}
+			c.key, c.group = manifest.KeyOf(u), u.GroupVersionKind().Group
+			if encode {
+				// Held until written: a copy of its size, not the buffer it grew in.
+				var y []byte
+				y, c.err = manifest.EncodeObject(u.Object)
+				c.yaml = bytes.Clone(y)
+			} else {
+				c.obj = u
+			}
+		})
+		for _, c := range batch {
+			c.Object = nil
+			children = append(children, c)
 		}
-		c.key, c.group = manifest.KeyOf(u), u.GroupVersionKind().Group
-		if encode {
-			c.yaml, c.err = manifest.EncodeObject(u.Object)
-		} else {
-			c.obj = u
+		clear(batch)
+		batch = batch[:0]
+	}
+	err = render.RenderEach(b.Input(), opts, func(c render.Child) {
+		if batch = append(batch, c); len(batch) == convertBatch {
+			convert()
 		}
 	})
-
+	if err != nil {
+		b.FieldsAsWritten(err)
+		return nil, err
+	}
+	convert()
+	// A preview at a moment (opts.Now) leaves out Sandboxes a controller will have deleted.
+	gone := map[string]bool{}
+	for _, sb := range b.Input().Sandboxes {
+		if _, deleted := render.Expiring(sb, opts); deleted {
+			gone[sb.Namespace+"/"+sb.Name] = true
+		}
+	}
 	convErrs := make([]error, len(made))
 	for i, m := range made {
 		convErrs[i] = m.err
@@ -155,6 +175,10 @@ func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encod
 	sort.Stable(byKey{out, keys})
 	return out, nil
 }
+
+// convertBatch is how many children are converted at once: enough to keep every core busy, few
+// enough that their typed forms are let go soon.
+const convertBatch = 1024
 
 // byKey sorts entries by their canonical keys (manifest.SortCanonical's order).
 type byKey struct {

@@ -259,6 +259,11 @@ func sourceTexts(data []byte, items []itemPos, end int) [][]byte {
 			continue
 		}
 		var b bytes.Buffer
+		size := 0
+		for _, l := range lines[start:end] {
+			size += len(l)
+		}
+		b.Grow(size) // held until written: no room to spare
 		ok := true
 		for i := start; i < end && ok; i++ {
 			l := lines[i]
