@@ -4,9 +4,11 @@
 package bundle
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,37 +28,88 @@ import (
 // the label belongs to someone else, and Expand refuses to overwrite it, as upstream refuses to
 // adopt it. Objects that are not agent-sandbox kinds pass through untouched.
 func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstructured.Unstructured, error) {
+	entries, err := ExpandEntries(objs, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(entries))
+	for i, e := range entries {
+		out[i] = e.Object
+		if e.Input >= 0 {
+			out[i] = objs[e.Input]
+		}
+	}
+	return out, nil
+}
+
+// Entry is one object of an expansion: an input object passed through (Input, its index in the
+// objects given) or a rendered child (Input is -1, and Object or YAML is set).
+type Entry struct {
+	Input  int
+	Object *unstructured.Unstructured
+	// YAML is the child as manifest.EncodeObject writes it, when the expansion was asked to encode.
+	YAML []byte
+}
+
+// ExpandEntries is Expand telling the inputs passed through from the children. With encode, each
+// child comes as its YAML, encoded as the render makes it (render.RenderEach), and its typed and
+// unstructured forms are let go at once: a caller that writes the result (the KRM function) then
+// never holds tens of thousands of children typed, unstructured and encoded. The order, the
+// checks and the errors are Expand's.
+func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encode bool) ([]Entry, error) {
 	b, err := manifest.Decode(objs)
 	if err != nil {
 		return nil, err
 	}
-	children, err := render.Render(b.Input(), opts)
+	// Each child is turned into an unstructured object (and, with encode, YAML) a batch at a time
+	// as the render makes it, on every core, and its typed form let go.
+	type child struct {
+		key   manifest.CanonicalKey
+		group string
+		obj   *unstructured.Unstructured
+		yaml  []byte
+		err   error
+	}
+	var children []render.Child // with their objects let go
+	var made []child
+	var batch []render.Child
+	convert := func() {
+		start := len(made)
+		made = append(made, make([]child, len(batch))...)
+		parallel.Each(len(batch), func(i int) {
+			c := &made[start+i]
+			u, err := toUnstructured(batch[i].Object)
+			if err != nil {
+				c.err = err
+				return
+			}
+			c.key, c.group = manifest.KeyOf(u), u.GroupVersionKind().Group
+			if encode {
+				// Held until written: a copy of its size, not the buffer it grew in.
+				var y []byte
+				y, c.err = manifest.EncodeObject(u.Object)
+				c.yaml = bytes.Clone(y)
+			} else {
+				c.obj = u
+			}
+		})
+		for _, c := range batch {
+			c.Object = nil
+			children = append(children, c)
+		}
+		clear(batch)
+		batch = batch[:0]
+	}
+	err = render.RenderEach(b.Input(), opts, func(c render.Child) {
+		if batch = append(batch, c); len(batch) == convertBatch {
+			convert()
+		}
+	})
 	if err != nil {
 		b.FieldsAsWritten(err)
 		return nil, err
 	}
-
-	rendered := make(map[string]render.Child, len(children))
-	out := make([]*unstructured.Unstructured, 0, len(objs)+len(children))
-	var errs []error
-	converted := make([]*unstructured.Unstructured, len(children))
-	convErrs := make([]error, len(children))
-	parallel.Each(len(children), func(i int) { converted[i], convErrs[i] = toUnstructured(children[i].Object) })
-	if err := errors.Join(convErrs...); err != nil {
-		return nil, err
-	}
-	for i, c := range children {
-		u := converted[i]
-		id := identity(u)
-		if prev, dup := rendered[id]; dup {
-			errs = append(errs, fmt.Errorf("%s is rendered twice: from %s and from %s; rename one of them",
-				describe(u), prev.Parent, c.Parent))
-			continue
-		}
-		rendered[id] = c
-		out = append(out, u)
-	}
-
+	convert()
 	// A preview at a moment (opts.Now) leaves out Sandboxes a controller will have deleted.
 	gone := map[string]bool{}
 	for _, sb := range b.Input().Sandboxes {
@@ -64,8 +117,33 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 			gone[sb.Namespace+"/"+sb.Name] = true
 		}
 	}
+	convErrs := make([]error, len(made))
+	for i, m := range made {
+		convErrs[i] = m.err
+	}
+	if err := errors.Join(convErrs...); err != nil {
+		return nil, err
+	}
+
+	rendered := make(map[string]render.Child, len(children))
+	out := make([]Entry, 0, len(objs)+len(children))
+	keys := make([]manifest.CanonicalKey, 0, len(objs)+len(children))
+	var errs []error
+	for i, c := range children {
+		m := made[i]
+		id := m.group + "/" + m.key.Kind + "/" + m.key.Namespace + "/" + m.key.Name
+		if prev, dup := rendered[id]; dup {
+			errs = append(errs, fmt.Errorf("%s is rendered twice: from %s and from %s; rename one of them",
+				describe(m.key), prev.Parent, c.Parent))
+			continue
+		}
+		rendered[id] = c
+		out = append(out, Entry{Input: -1, Object: m.obj, YAML: m.yaml})
+		keys = append(keys, m.key)
+	}
+
 	seen := make(map[string]bool, len(objs))
-	for _, o := range objs {
+	for i, o := range objs {
 		if o.GroupVersionKind().Group == "agents.x-k8s.io" && o.GetKind() == "Sandbox" && gone[o.GetNamespace()+"/"+o.GetName()] {
 			continue
 		}
@@ -78,7 +156,8 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 		seen[id] = true
 		child, ok := rendered[id]
 		if !ok {
-			out = append(out, o)
+			out = append(out, Entry{Input: i})
+			keys = append(keys, manifest.KeyOf(o))
 			continue
 		}
 		if got, _, _ := unstructured.NestedString(o.Object, child.MarkerPath...); got != child.MarkerValue {
@@ -93,8 +172,25 @@ func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstruct
 		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 		return nil, errors.Join(errs...)
 	}
-	manifest.SortCanonical(out)
+	sort.Stable(byKey{out, keys})
 	return out, nil
+}
+
+// convertBatch is how many children are converted at once: enough to keep every core busy, few
+// enough that their typed forms are let go soon.
+const convertBatch = 1024
+
+// byKey sorts entries by their canonical keys (manifest.SortCanonical's order).
+type byKey struct {
+	entries []Entry
+	keys    []manifest.CanonicalKey
+}
+
+func (b byKey) Len() int           { return len(b.entries) }
+func (b byKey) Less(i, j int) bool { return b.keys[i].Compare(b.keys[j]) < 0 }
+func (b byKey) Swap(i, j int) {
+	b.entries[i], b.entries[j] = b.entries[j], b.entries[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }
 
 // toUnstructured converts a typed child. A rendered child is desired state: it has no status
@@ -119,9 +215,9 @@ func identity(o *unstructured.Unstructured) string {
 	return gvk.Group + "/" + gvk.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
 }
 
-func describe(o *unstructured.Unstructured) string {
-	if o.GetNamespace() == "" {
-		return o.GetKind() + " " + o.GetName()
+func describe(k manifest.CanonicalKey) string {
+	if k.Namespace == "" {
+		return k.Kind + " " + k.Name
 	}
-	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+	return k.Kind + " " + k.Namespace + "/" + k.Name
 }

@@ -46,6 +46,9 @@ type Options struct {
 	// kustomize's resource map), even where the one-pass render applies. Tests use it to compare
 	// both paths.
 	NoFastPath bool
+	// NoElide hands kustomize every file as it is, wide mappings included (see elider). Tests use
+	// it to compare both.
+	NoElide bool
 }
 
 // Object is one object of a build's output: a resource of kustomize's resource map, or an object
@@ -54,6 +57,8 @@ type Object struct {
 	ID  resid.ResId
 	res *resource.Resource
 	obj map[string]any
+	// restore are the mappings elided in res (see elider), put back when it is printed.
+	restore []*elision
 }
 
 // YAML is the object as kustomize build prints it. kustomize goes through JSON and back with
@@ -61,6 +66,9 @@ type Object struct {
 // trees; a rendered object holds only JSON's types already, so go-yaml v2 encodes it to the
 // same bytes directly (same key order, same quoting).
 func (o Object) YAML() ([]byte, error) {
+	if len(o.restore) > 0 {
+		return restoredYAML(o)
+	}
 	if o.res != nil {
 		return o.res.AsYAML()
 	}
@@ -79,6 +87,10 @@ type Result struct {
 	// files the build read.
 	Rendered bool
 	Sources  []string
+	// read are the files the build read, as they were on disk.
+	read []source
+	// elided tells whether kustomize read wide mappings elided (see elider).
+	elided bool
 }
 
 // YAML is the output as `kustomize build` prints it. Objects are encoded on every core: on large
@@ -131,9 +143,40 @@ func (e *FindingsError) Error() string {
 // sortOptions other than legacy, objects marked local-config, or names that change after the
 // transformers (namePrefix, nameSuffix, generated names with a hash suffix).
 func Build(dir, self string, o Options) (*Result, error) {
+	var e *elider
+	if !o.NoElide {
+		var err error
+		if e, err = newElider(); err != nil {
+			return nil, err
+		}
+	}
+	res, err := build(dir, self, o, e)
+	if e == nil || e.empty() {
+		return res, err
+	}
+	// The render's findings are about agent-sandbox objects, which are never elided.
+	var findings *FindingsError
+	if errors.As(err, &findings) {
+		return res, err
+	}
+	if err == nil {
+		why := treeIsSafe(res.read)
+		if why == "" {
+			why = e.restore(res)
+		}
+		if why == "" {
+			res.elided = true
+			return res, nil
+		}
+	}
+	// kustomize may have read an elided mapping, or failed on one: build again as it is.
+	return build(dir, self, o, nil)
+}
+
+func build(dir, self string, o Options, e *elider) (*Result, error) {
 	if strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@") {
 		// A remote kustomization: kustomize fetches it; nothing to plan on disk.
-		return slowBuild(dir, self, "")
+		return slowBuild(dir, self, "", e)
 	}
 	if info, err := os.Stat(dir); err != nil {
 		return nil, err
@@ -151,13 +194,13 @@ func Build(dir, self string, o Options) (*Result, error) {
 		reason = plan.reason
 	}
 	if plan.config != nil && reason == "" {
-		res, fallback, err := fastBuild(dir, self, plan)
+		res, fallback, err := fastBuild(dir, self, plan, e)
 		if err != nil || fallback == "" {
 			return res, err
 		}
 		reason = fallback
 	}
-	res, err := slowBuild(dir, self, plan.kustPath)
+	res, err := slowBuild(dir, self, plan.kustPath, e)
 	if res != nil && plan.config != nil {
 		res.FallbackReason = reason
 	}
@@ -253,8 +296,8 @@ func isSandboxRenderConfig(b []byte) bool {
 // kustomize then fixes the references to them in every object, rendered ones included.
 var renameRisk = regexp.MustCompile(`(?m)^\s*(namePrefix|nameSuffix|configMapGenerator|secretGenerator|vars)\s*:|kind:\s*(PrefixSuffixTransformer|PrefixTransformer|SuffixTransformer|HashTransformer|ConfigMapGenerator|SecretGenerator)\b|allowNameChange|needs-hash|config\.kubernetes\.io/local-config`)
 
-func fastBuild(dir, self string, p *fastPlan) (*Result, string, error) {
-	fs := newSelfFS(self)
+func fastBuild(dir, self string, p *fastPlan, e *elider) (*Result, string, error) {
+	fs := newSelfFS(self, e)
 	fs.replace = map[string][]byte{abs(p.kustPath): p.rewritten}
 	m, err := run(fs, dir)
 	if err != nil {
@@ -332,7 +375,7 @@ func fastBuild(dir, self string, p *fastPlan) (*Result, string, error) {
 	if err := sortLegacy(list, p.sort); err != nil {
 		return nil, "", err
 	}
-	return &Result{Objects: list, FastPath: true, Rendered: true, Sources: append(fs.paths(), abs(p.configAt))}, "", nil
+	return &Result{Objects: list, FastPath: true, Rendered: true, Sources: append(fs.paths(), abs(p.configAt)), read: fs.sources()}, "", nil
 }
 
 func objects(m resmap.ResMap) []Object {
@@ -346,8 +389,8 @@ func objects(m resmap.ResMap) []Object {
 
 // slowBuild is kustomize running the function. It asks kustomize for origin annotations, so the
 // function's findings name their files, and removes them again unless the user asked for them.
-func slowBuild(dir, self, kustPath string) (*Result, error) {
-	fs := newSelfFS(self)
+func slowBuild(dir, self, kustPath string, e *elider) (*Result, error) {
+	fs := newSelfFS(self, e)
 	asked := true
 	if b, err := os.ReadFile(kustPath); err == nil {
 		var k map[string]any
@@ -376,7 +419,7 @@ func slowBuild(dir, self, kustPath string) (*Result, error) {
 			return nil, err
 		}
 	}
-	return &Result{Objects: objects(m), Rendered: fs.renders(), Sources: fs.paths()}, nil
+	return &Result{Objects: objects(m), Rendered: fs.renders(), Sources: fs.paths(), read: fs.sources()}, nil
 }
 
 func run(fs filesys.FileSystem, dir string) (resmap.ResMap, error) {
@@ -418,12 +461,14 @@ func abs(p string) string {
 }
 
 // selfFS is the disk, except that SandboxRender function configs read through it name self as
-// their exec path, and files in replace are read with the given content. Other files, and
-// other functions, are read as they are. It records every file read.
+// their exec path, files in replace are read with the given content, and, with an elider, wide
+// mappings are elided. Other files, and other functions, are read as they are. It records every
+// file read.
 type selfFS struct {
 	filesys.FileSystem
 	self    string
 	replace map[string][]byte
+	elide   *elider
 	mu      *sync.Mutex
 	read    *[]source
 	ours    *bool
@@ -434,8 +479,8 @@ type source struct {
 	data []byte
 }
 
-func newSelfFS(self string) selfFS {
-	return selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool)}
+func newSelfFS(self string, e *elider) selfFS {
+	return selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self, elide: e, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool)}
 }
 
 func (f selfFS) ReadFile(path string) ([]byte, error) {
@@ -451,6 +496,9 @@ func (f selfFS) ReadFile(path string) ([]byte, error) {
 	*f.read = append(*f.read, source{abs(path), b})
 	f.mu.Unlock()
 	if !bytes.Contains(b, []byte(krm.Kind)) || !bytes.Contains(b, []byte(krm.APIVersion)) {
+		if f.elide != nil {
+			b = f.elide.file(path, b)
+		}
 		return b, nil
 	}
 	out, changed, err := rewriteExecPath(b, f.self)

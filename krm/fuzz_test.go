@@ -12,9 +12,9 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
-// FuzzRun runs the function: never a panic; the same output twice; its answer always a
-// ResourceList; on an error the items come back as given; on success running it on its own
-// output changes nothing.
+// FuzzRun runs the function: never a panic; the same output twice; reading the list item by
+// item, where it applies, agrees with reading it whole; its answer always a ResourceList; on an
+// error the items come back as given; on success running it on its own output changes nothing.
 func FuzzRun(f *testing.F) {
 	for _, s := range fuzzseed.ResourceLists {
 		f.Add([]byte(s))
@@ -29,6 +29,9 @@ func FuzzRun(f *testing.F) {
 		// Pools in fuzzed input are capped small so a run stays fast.
 		if bytes.Contains(data, []byte("replicas")) && !bytes.Contains(data, []byte("maxPoolReplicas")) {
 			data = capPools(data)
+		}
+		if diff := compareReadings(data); diff != "" {
+			t.Fatalf("reading item by item differs from reading whole (-whole +item by item):\n%s", diff)
 		}
 		var out1, out2 bytes.Buffer
 		err1 := Run(bytes.NewReader(data), &out1)

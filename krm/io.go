@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
@@ -22,29 +21,34 @@ import (
 // to out, streaming one item at a time. It returns the results as an error when one of them is an
 // error (the function then exits non-zero), after writing the output.
 //
-// kyaml's framework.Execute would serialise the whole list as one YAML document; on tens of
-// thousands of items that costs more than the render itself. Items the function passes through
-// are written as the nodes it read; rendered ones are written from their objects directly.
+// kyaml's framework.Execute would hold the list as nodes, objects and output nodes at once, and
+// serialise it as one YAML document; on tens of thousands of items that costs more than the
+// render itself. Here the list is held once: each item's nodes are let go as soon as the item is
+// read into an object and its text is cut out of the input; items passed through are written as
+// that text, rendered ones are encoded a batch at a time as they are written and then let go.
 func Run(in io.Reader, out io.Writer) error {
 	data, err := io.ReadAll(in)
 	if err != nil {
 		return fmt.Errorf("reading the ResourceList: %w", err)
 	}
-	rl, root, bad := readResourceList(data)
-	if bad != nil {
-		rl := framework.Results{bad}
-		if err := writeMalformed(out, root, rl); err != nil {
+	rl, srcs, texts, ok := readSplit(data)
+	if !ok {
+		var root *kyaml.Node
+		var bad *framework.Result
+		if rl, root, bad = readResourceList(data); bad != nil {
+			rl := framework.Results{bad}
+			if err := writeMalformed(out, root, rl); err != nil {
+				return err
+			}
+			return rl
+		}
+		if srcs, texts, err = readItems(data, root, rl.Items); err != nil {
 			return err
 		}
-		return rl
+		rl.Items = nil
 	}
-	items := rl.Items
-	res, procErr := process(rl)
-	source := sourceTexts(data, items)
-	for i := range res {
-		res[i].text = source[res[i].node]
-	}
-	if err := write(out, rl, res); err != nil {
+	res, procErr := process(rl.FunctionConfig, srcs, &rl.Results, true)
+	if err := write(out, rl, texts, res); err != nil {
 		return err
 	}
 	if procErr != nil {
@@ -54,6 +58,49 @@ func Run(in io.Reader, out io.Writer) error {
 		return rl.Results
 	}
 	return nil
+}
+
+// readItems reads the listed items into objects and finds the text each is written back as: its
+// text in the input, or kyaml's encoding of it when the text cannot be cut out. Each item's nodes
+// are let go once it is read (the slice's entries are cleared), so the list is never held as
+// nodes and objects at once.
+func readItems(data []byte, root *kyaml.Node, nodes []*kyaml.RNode) ([]source, [][]byte, error) {
+	pos := make([]itemPos, len(nodes))
+	for i, n := range nodes {
+		pos[i] = posOf(n.YNode())
+	}
+	texts := sourceTexts(data, pos, keyAfterItems(root))
+	srcs := make([]source, len(nodes))
+	errs := make([]error, len(nodes))
+	parallel.Each(len(nodes), func(i int) {
+		n := nodes[i]
+		srcs[i] = readSource(n.YNode())
+		if texts[i] == nil {
+			var s string
+			s, errs[i] = n.String()
+			texts[i] = []byte(s)
+		}
+		nodes[i] = nil
+	})
+	return srcs, texts, errors.Join(errs...)
+}
+
+// keyAfterItems is the 0-based line of the first top-level key after items (where the items'
+// text ends), or a line past any input. A line at the start of a line is not necessarily a key:
+// a flow value may run over several lines, "}" alone at the start of one.
+func keyAfterItems(root *kyaml.Node) int {
+	itemsAt, next := -1, int(^uint(0)>>1)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i]; k.Value == "items" {
+			itemsAt = k.Line
+		}
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if l := root.Content[i].Line; l > itemsAt && itemsAt >= 0 {
+			next = min(next, l-1)
+		}
+	}
+	return next
 }
 
 // ResourceList apiVersions the KRM functions specification defines.
@@ -77,7 +124,14 @@ func readResourceList(data []byte) (*framework.ResourceList, *kyaml.Node, *frame
 	case len(docs) > 1:
 		return nil, nil, bad("the input has %d YAML documents; a KRM function reads one ResourceList", len(docs))
 	}
-	root := docs[0].Node
+	return checkRoot(docs[0].Node)
+}
+
+// checkRoot is readResourceList on the parsed document.
+func checkRoot(root *kyaml.Node) (*framework.ResourceList, *kyaml.Node, *framework.Result) {
+	bad := func(format string, args ...any) *framework.Result {
+		return &framework.Result{Severity: framework.Error, Message: "malformed ResourceList: " + fmt.Sprintf(format, args...)}
+	}
 	if root.Kind != kyaml.MappingNode {
 		return nil, nil, bad("line %d: the input must be a ResourceList object, not %s", root.Line, nodeKind(root))
 	}
@@ -170,42 +224,34 @@ func nodeKind(n *kyaml.Node) string {
 	return fmt.Sprintf("the value %q", n.Value)
 }
 
-// item is one output item: a node passed through (with its text as it was read, when known), or
-// a rendered object.
-type item struct {
-	node *kyaml.RNode
-	text []byte
-	obj  *unstructured.Unstructured
+// itemPos is where an item's node starts in the input, and whether it is written in flow style.
+type itemPos struct {
+	line, column int
+	flow         bool
+}
+
+func posOf(n *kyaml.Node) itemPos {
+	return itemPos{line: n.Line, column: n.Column, flow: n.Style&kyaml.FlowStyle != 0}
 }
 
 // sourceTexts finds, for each item of a block-style ResourceList, its text exactly as it was in
 // the input (without the "- " and the indentation of the items list), so that items passed
-// through come out byte for byte and need no encoding. Items it cannot delimit safely (flow
-// style, JSON, several on one line) are left out and get encoded.
-func sourceTexts(data []byte, items []*kyaml.RNode) map[*kyaml.RNode][]byte {
-	out := make(map[*kyaml.RNode][]byte, len(items))
+// through come out byte for byte and need no encoding. end is the 0-based line of the list's
+// next top-level key (or past the input's last line): the items' text stops there. Items it
+// cannot delimit safely (flow style, JSON, several on one line, a line outside the item's
+// indentation) are left out and get encoded.
+func sourceTexts(data []byte, items []itemPos, end int) [][]byte {
+	out := make([][]byte, len(items))
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	end := len(lines) // exclusive, 0-based: where the text of the current item stops
-	// The items list is followed by functionConfig or results, or by the end of the input; find
-	// the first top-level key after the last item.
-	last := 0
-	for _, n := range items {
-		last = max(last, n.YNode().Line)
-	}
-	for i := last; i < len(lines); i++ {
-		if l := lines[i]; len(l) > 0 && l[0] != ' ' && l[0] != '-' && l[0] != '#' && l[0] != '\n' {
-			end = i
-			break
-		}
-	}
+	end = min(end, len(lines)) // exclusive, 0-based: where the text of the current item stops
 	for k := len(items) - 1; k >= 0; k-- {
-		y := items[k].YNode()
-		start := y.Line - 1
-		if y.Style&kyaml.FlowStyle != 0 || y.Line == 0 || y.Column < 3 || start >= end {
+		y := items[k]
+		start := y.line - 1
+		if y.flow || y.line == 0 || y.column < 3 || start >= end {
 			end = start
 			continue
 		}
-		indent := y.Column - 1 // the item's keys start here; "- " sits just before
+		indent := y.column - 1 // the item's keys start here; "- " sits just before
 		start = headComments(lines, start, indent)
 		first := lines[start]
 		if len(first) < indent || string(first[indent-2:indent]) != "- " {
@@ -213,6 +259,11 @@ func sourceTexts(data []byte, items []*kyaml.RNode) map[*kyaml.RNode][]byte {
 			continue
 		}
 		var b bytes.Buffer
+		size := 0
+		for _, l := range lines[start:end] {
+			size += len(l)
+		}
+		b.Grow(size) // held until written: no room to spare
 		ok := true
 		for i := start; i < end && ok; i++ {
 			l := lines[i]
@@ -228,7 +279,7 @@ func sourceTexts(data []byte, items []*kyaml.RNode) map[*kyaml.RNode][]byte {
 			}
 		}
 		if ok {
-			out[items[k]] = b.Bytes()
+			out[k] = b.Bytes()
 		}
 		end = start
 	}
@@ -254,15 +305,28 @@ func isDashComment(l []byte, indent int) bool {
 		string(l[indent-2:indent]) == "- " && l[indent] == '#'
 }
 
-func write(out io.Writer, rl *framework.ResourceList, items []item) error {
-	texts, err := encodeAll(items)
-	if err != nil {
-		return err
-	}
+// writeBatch is how many items are encoded at once, on every core, before they are written and
+// let go: enough to keep the cores busy, few enough that the encoded text is never all held.
+const writeBatch = 1024
+
+// write writes the output ResourceList: items a batch at a time, each passed-through item as its
+// text, each rendered one encoded, and each let go once written.
+func write(out io.Writer, rl *framework.ResourceList, texts [][]byte, items []item) error {
 	w := bufio.NewWriterSize(out, 1<<20)
 	w.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
-	for _, text := range texts {
-		writeIndented(w, "- ", text)
+	for start := 0; start < len(items); start += writeBatch {
+		batch := items[start:min(start+writeBatch, len(items))]
+		encoded, err := encodeAll(batch, texts)
+		if err != nil {
+			return err
+		}
+		for i, text := range encoded {
+			writeIndented(w, "- ", text)
+			if src := batch[i].src; src >= 0 {
+				texts[src] = nil
+			}
+		}
+		clear(batch)
 	}
 	if rl.FunctionConfig != nil {
 		s, err := rl.FunctionConfig.String()
@@ -283,28 +347,28 @@ func write(out io.Writer, rl *framework.ResourceList, items []item) error {
 	return w.Flush()
 }
 
-// encodeAll serialises the items on every core; on large lists encoding costs as much as the
-// render.
-func encodeAll(items []item) ([][]byte, error) {
-	texts := make([][]byte, len(items))
+// encodeAll serialises items on every core; on large lists encoding costs as much as the render.
+func encodeAll(items []item, texts [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(items))
 	errs := make([]error, len(items))
 	parallel.Each(len(items), func(i int) {
 		it := items[i]
-		if it.text != nil {
-			texts[i] = it.text
-			return
-		}
-		if it.node != nil {
+		switch {
+		case it.src >= 0:
+			out[i] = texts[it.src]
+		case it.text != nil:
+			out[i] = it.text
+		case it.node != nil:
 			var s string
 			s, errs[i] = it.node.String()
-			texts[i] = []byte(s)
-			return
+			out[i] = []byte(s)
+		default:
+			// Straight to YAML with the encoder of the one reader: it quotes strings that would
+			// read back as anything else (hash labels such as 58130e46, 0o17, yes).
+			out[i], errs[i] = manifest.EncodeObject(it.obj.Object)
 		}
-		// Straight to YAML with the encoder of the one reader: it quotes strings that would read
-		// back as anything else (hash labels such as 58130e46, 0o17, yes).
-		texts[i], errs[i] = manifest.EncodeObject(it.obj.Object)
 	})
-	return texts, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // writeIndented writes a YAML document as a block under a list or map key: the first line after

@@ -2,6 +2,7 @@ package krm
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,18 +31,18 @@ var Processor = framework.ResourceListProcessorFunc(Process)
 // (severity, resource, field, file); if any is an error, Process returns the results as its error
 // (a non-zero exit) with the items still set: the input items unchanged, nothing half-rendered.
 func Process(rl *framework.ResourceList) error {
-	out, err := process(rl)
+	out, err := processNodes(rl)
 	if err != nil {
 		return err
 	}
 	items := make([]*kyaml.RNode, len(out))
-	for i, it := range out {
-		if it.node != nil {
-			items[i] = it.node
+	for i, o := range out {
+		if o.Node != nil {
+			items[i] = o.Node
 			continue
 		}
-		if items[i], err = kyaml.FromMap(it.obj.Object); err != nil {
-			return fmt.Errorf("encoding %s %s: %w", it.obj.GetKind(), it.obj.GetName(), err)
+		if items[i], err = kyaml.FromMap(o.Object.Object); err != nil {
+			return fmt.Errorf("encoding %s %s: %w", o.Object.GetKind(), o.Object.GetName(), err)
 		}
 	}
 	rl.Items = items
@@ -51,94 +52,166 @@ func Process(rl *framework.ResourceList) error {
 	return nil
 }
 
-// process computes the output items and sets rl.Results. On findings the output is the input,
-// unchanged.
-func process(rl *framework.ResourceList) ([]item, error) {
-	var cfgData []byte
-	if rl.FunctionConfig != nil {
-		s, err := rl.FunctionConfig.String()
-		if err != nil {
-			return nil, err
-		}
-		cfgData = []byte(s)
-	}
-	unchanged := func(nodes []*kyaml.RNode) []item {
-		out := make([]item, len(nodes))
-		for i, n := range nodes {
-			out[i] = item{node: n}
-		}
-		return out
-	}
-	cfg, err := ParseConfig(cfgData)
+// processNodes runs the function on a list held as kyaml nodes (Process, Transform): items passed
+// through come back as their nodes.
+func processNodes(rl *framework.ResourceList) ([]Output, error) {
+	srcs := make([]source, len(rl.Items))
+	parallel.Each(len(srcs), func(i int) { srcs[i] = readSource(rl.Items[i].YNode()) })
+	res, err := process(rl.FunctionConfig, srcs, &rl.Results, false)
 	if err != nil {
-		rl.Results = append(rl.Results, &framework.Result{Message: err.Error(), Severity: framework.Error})
-		return unchanged(rl.Items), nil
+		return nil, err
 	}
-
-	nodes := rl.Items
-	for i, r := range cfg.Spec.Resources {
-		n, err := kyaml.FromMap(r)
-		if err != nil {
-			return nil, fmt.Errorf("functionConfig spec.resources[%d]: %w", i, err)
-		}
-		nodes = append(nodes, n)
-	}
-	objs := make([]*unstructured.Unstructured, len(nodes))
-	errs := make([]error, len(nodes))
-	parallel.Each(len(nodes), func(i int) { objs[i], errs[i] = toUnstructured(nodes[i]) })
-	byObj := make(map[*unstructured.Unstructured]*kyaml.RNode, len(nodes))
-	for i, n := range nodes {
-		if errs[i] != nil {
-			rl.Results = append(rl.Results, itemResult(i, len(rl.Items), n, errs[i]))
-			return unchanged(rl.Items), nil
-		}
-		byObj[objs[i]] = n
-	}
-
-	rendered, err := bundle.Expand(objs, cfg.Options())
-	if err != nil {
-		rl.Results = append(rl.Results, Results(err, objs, func(u *unstructured.Unstructured) *framework.File { return fileOf(byObj[u]) })...)
-		return unchanged(rl.Items), nil
-	}
-	if *cfg.Spec.KeepSources && !cfg.Spec.KeepSourceVersions {
-		// v1alpha1 sources come out as v1beta1; other items stay the nodes they were.
-		converted, err := bundle.ConvertSources(rendered)
-		if err != nil {
-			rl.Results = append(rl.Results, Results(err, objs, func(u *unstructured.Unstructured) *framework.File { return fileOf(byObj[u]) })...)
-			return unchanged(rl.Items), nil
-		}
-		rendered = converted
-	}
-	for _, w := range bundle.ExpiryWarnings(objs, cfg.Options()) {
-		rl.Results = append(rl.Results, &framework.Result{Severity: framework.Warning, Message: w.Message,
-			ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "agents.x-k8s.io/v1beta1", Kind: w.Kind},
-				NameMeta: kyaml.NameMeta{Name: w.Name, Namespace: w.Namespace}},
-			Field: &framework.Field{Path: w.Field}})
-	}
-	if cfg.Spec.Mode == ModeValidate {
-		rl.Results = append(rl.Results, &framework.Result{Severity: framework.Info,
-			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(objs))})
-		return unchanged(rl.Items), nil
-	}
-	out := make([]item, 0, len(rendered))
-	for _, u := range rendered {
-		n, given := byObj[u]
+	out := make([]Output, len(res))
+	for i, it := range res {
 		switch {
-		case !given:
-			out = append(out, item{obj: u})
-		case !*cfg.Spec.KeepSources && manifest.IsAgentSandbox(u):
+		case it.src >= 0:
+			out[i].Node = rl.Items[it.src]
+		case it.node != nil:
+			out[i].Node = it.node
 		default:
-			out = append(out, item{node: n})
+			out[i].Object = it.obj
 		}
 	}
 	return out, nil
 }
 
-// toUnstructured reads an item with the one reader (manifest.NodeObject): YAML 1.2, duplicate
-// keys an error, linear in the item's size. kyaml's RNode.Map goes through yaml.v3's decoder,
-// whose duplicate-key check is quadratic (53 s for a ConfigMap with 100,000 keys).
-func toUnstructured(n *kyaml.RNode) (*unstructured.Unstructured, error) {
-	return manifest.NodeObject(n.YNode())
+// source is one input item as the function holds it: the object it reads as (or why it is not
+// one) and the file it came from. Its YAML is kept by the caller, which alone writes it.
+type source struct {
+	obj  *unstructured.Unstructured
+	err  error
+	file *framework.File
+}
+
+// readSource reads an item with the one reader (manifest.NodeObject): YAML 1.2, duplicate keys an
+// error, linear in the item's size. kyaml's RNode.Map goes through yaml.v3's decoder, whose
+// duplicate-key check is quadratic (53 s for a ConfigMap with 100,000 keys).
+func readSource(n *kyaml.Node) source {
+	obj, err := manifest.NodeObject(n)
+	return source{obj: obj, err: err, file: fileOf(n)}
+}
+
+// item is one output item: an input passed through (src, its index), an item of the
+// functionConfig's spec.resources passed through (node), or an object the render made (obj, or
+// text when it came encoded).
+type item struct {
+	src  int
+	node *kyaml.RNode
+	obj  *unstructured.Unstructured
+	text []byte
+}
+
+// unchanged is the output when the input is returned as it came: every listed item.
+func unchanged(n int) []item {
+	out := make([]item, n)
+	for i := range out {
+		out[i] = item{src: i}
+	}
+	return out
+}
+
+// process computes the output items from the function's config and the listed items, and appends
+// to results. On findings the output is the input, unchanged. With encode, rendered objects come
+// as their YAML (bundle.ExpandEntries).
+func process(fc *kyaml.RNode, listed []source, results *framework.Results, encode bool) ([]item, error) {
+	var cfgData []byte
+	if fc != nil {
+		s, err := fc.String()
+		if err != nil {
+			return nil, err
+		}
+		cfgData = []byte(s)
+	}
+	cfg, err := ParseConfig(cfgData)
+	if err != nil {
+		*results = append(*results, &framework.Result{Message: err.Error(), Severity: framework.Error})
+		return unchanged(len(listed)), nil
+	}
+
+	srcs := listed
+	var generated []*kyaml.RNode // spec.resources, after the listed items
+	for i, r := range cfg.Spec.Resources {
+		n, err := kyaml.FromMap(r)
+		if err != nil {
+			return nil, fmt.Errorf("functionConfig spec.resources[%d]: %w", i, err)
+		}
+		if len(generated) == 0 {
+			srcs = slices.Clip(srcs)
+		}
+		generated = append(generated, n)
+		srcs = append(srcs, readSource(n.YNode()))
+	}
+	objs := make([]*unstructured.Unstructured, len(srcs))
+	index := make(map[*unstructured.Unstructured]int, len(srcs))
+	for i, s := range srcs {
+		if s.err != nil {
+			*results = append(*results, itemResult(i, len(listed), s.file, s.err))
+			return unchanged(len(listed)), nil
+		}
+		objs[i] = s.obj
+		index[s.obj] = i
+	}
+	fileOf := func(u *unstructured.Unstructured) *framework.File {
+		if i, ok := index[u]; ok {
+			return srcs[i].file
+		}
+		return nil
+	}
+
+	entries, err := bundle.ExpandEntries(objs, cfg.Options(), encode)
+	if err != nil {
+		*results = append(*results, Results(err, objs, fileOf)...)
+		return unchanged(len(listed)), nil
+	}
+	// converted holds the v1alpha1 sources that come out as v1beta1; other items stay as they
+	// were. Only sources can be v1alpha1 (or the pools a conversion looks up), so converting the
+	// sources kept is converting the whole expansion.
+	converted := map[int]*unstructured.Unstructured{}
+	if *cfg.Spec.KeepSources && !cfg.Spec.KeepSourceVersions {
+		var kept []*unstructured.Unstructured
+		for _, e := range entries {
+			if e.Input >= 0 {
+				kept = append(kept, objs[e.Input])
+			}
+		}
+		conv, err := bundle.ConvertSources(kept)
+		if err != nil {
+			*results = append(*results, Results(err, objs, fileOf)...)
+			return unchanged(len(listed)), nil
+		}
+		for i, u := range conv {
+			if u != kept[i] {
+				converted[index[kept[i]]] = u
+			}
+		}
+	}
+	for _, w := range bundle.ExpiryWarnings(objs, cfg.Options()) {
+		*results = append(*results, &framework.Result{Severity: framework.Warning, Message: w.Message,
+			ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "agents.x-k8s.io/v1beta1", Kind: w.Kind},
+				NameMeta: kyaml.NameMeta{Name: w.Name, Namespace: w.Namespace}},
+			Field: &framework.Field{Path: w.Field}})
+	}
+	if cfg.Spec.Mode == ModeValidate {
+		*results = append(*results, &framework.Result{Severity: framework.Info,
+			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(objs))})
+		return unchanged(len(listed)), nil
+	}
+	out := make([]item, 0, len(entries))
+	for _, e := range entries {
+		i := e.Input
+		switch {
+		case i < 0:
+			out = append(out, item{src: -1, obj: e.Object, text: e.YAML})
+		case converted[i] != nil:
+			out = append(out, item{src: -1, obj: converted[i]})
+		case !*cfg.Spec.KeepSources && manifest.IsAgentSandbox(objs[i]):
+		case i >= len(listed):
+			out = append(out, item{src: -1, node: generated[i-len(listed)]})
+		default:
+			out = append(out, item{src: i})
+		}
+	}
+	return out, nil
 }
 
 // Results turns a render error into KRM results: one per field error of each invalid object,
@@ -213,12 +286,12 @@ func find(objs []*unstructured.Unstructured, ie *render.InvalidError) *unstructu
 
 // itemResult reports an item that is not an object. Items after the list's own are the
 // functionConfig's spec.resources.
-func itemResult(i, listed int, n *kyaml.RNode, err error) *framework.Result {
+func itemResult(i, listed int, file *framework.File, err error) *framework.Result {
 	where := fmt.Sprintf("items[%d]", i)
 	if i >= listed {
 		where = fmt.Sprintf("functionConfig spec.resources[%d]", i-listed)
 	}
-	file, tags := placed(fileOf(n))
+	file, tags := placed(file)
 	return &framework.Result{Message: where + ": " + err.Error(), Severity: framework.Error,
 		Field: &framework.Field{Path: where}, File: file, Tags: tags}
 }
@@ -241,11 +314,11 @@ func placed(f *framework.File) (*framework.File, map[string]string) {
 // fileOf is the file an item came from: kyaml's path and index annotations, or kustomize's origin
 // annotation (buildMetadata: [originAnnotations]). It reads the node defensively: it runs on
 // items that may not be objects at all (kyaml's own accessors panic on metadata: [a]).
-func fileOf(n *kyaml.RNode) *framework.File {
+func fileOf(n *kyaml.Node) *framework.File {
 	if n == nil {
 		return nil
 	}
-	ann := annotations(n.YNode())
+	ann := annotations(n)
 	path, index := ann[kioutil.PathAnnotation], ann[kioutil.IndexAnnotation]
 	if path == "" {
 		path, index = ann[kioutil.LegacyPathAnnotation], ann[kioutil.LegacyIndexAnnotation]

@@ -18,13 +18,9 @@ type Output struct {
 // and the results. On findings the output is the input and the results say why.
 func Transform(items []*kyaml.RNode, config *kyaml.RNode) ([]Output, framework.Results, error) {
 	rl := &framework.ResourceList{Items: items, FunctionConfig: config}
-	res, err := process(rl)
+	out, err := processNodes(rl)
 	if err != nil {
 		return nil, rl.Results, err
-	}
-	out := make([]Output, len(res))
-	for i, it := range res {
-		out[i] = Output{Node: it.node, Object: it.obj}
 	}
 	return out, rl.Results, nil
 }

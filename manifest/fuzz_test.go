@@ -21,8 +21,8 @@ func addSeeds(f *testing.F) {
 }
 
 // FuzzRead: the reader never panics; what it accepts holds only JSON types, reads the same
-// twice, and survives a round trip through Encode unchanged (what the render writes, it reads
-// back as written).
+// twice, encodes the same through the fast encoder and go-yaml, and survives a round trip through
+// Encode unchanged (what the render writes, it reads back as written).
 func FuzzRead(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -40,6 +40,14 @@ func FuzzRead(f *testing.F) {
 			objs[i] = d.Object
 			if !cmp.Equal(d.Object.Object, again[i].Object.Object) {
 				t.Fatalf("Read is not deterministic on document %d", d.Index)
+			}
+		}
+		for i, o := range objs {
+			// The fast encoder writes what go-yaml writes, or leaves the object to it.
+			if fast, ok := appendYAML(nil, o.Object); ok {
+				if slow, err := encodeGoYAML(o.Object); err != nil || !bytes.Equal(fast, slow) {
+					t.Fatalf("object %d: appendYAML and go-yaml differ (-go-yaml +appendYAML):\n%s", i, cmp.Diff(string(slow), string(fast)))
+				}
 			}
 		}
 		out, err := Encode(objs)

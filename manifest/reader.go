@@ -294,8 +294,26 @@ func checkObject(obj map[string]any) string {
 // "billion laughs" document is an error instead of an out-of-memory crash; merge keys (<<) are
 // applied as kyaml applies them.
 func NodeValue(n *kyaml.Node) (any, error) {
-	c := &converter{budget: 4*countNodes(n, map[*kyaml.Node]bool{}) + 10000, active: map[*kyaml.Node]bool{}}
+	// Without aliases every node is converted once: no budget to count (counting needs a set of
+	// the nodes seen, the costliest part of converting a small object).
+	budget := math.MaxInt
+	if hasAlias(n) {
+		budget = 4*countNodes(n, map[*kyaml.Node]bool{}) + 10000
+	}
+	c := &converter{budget: budget, active: map[*kyaml.Node]bool{}}
 	return c.value(n)
+}
+
+func hasAlias(n *kyaml.Node) bool {
+	if n.Kind == kyaml.AliasNode {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAlias(c) {
+			return true
+		}
+	}
+	return false
 }
 
 func countNodes(n *kyaml.Node, seen map[*kyaml.Node]bool) int {

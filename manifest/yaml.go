@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -48,6 +49,15 @@ func EncodeKeeping(objs []*unstructured.Unstructured, sources map[*unstructured.
 // anything else under either (58130e46, 0o17, yes). sigs.k8s.io/yaml's YAML 1.1 encoder left
 // 0o17 and 0b1 style strings plain, which YAML 1.2 reads as numbers.
 func EncodeObject(obj map[string]any) ([]byte, error) {
+	if b, ok := appendYAML(nil, obj); ok {
+		return b, nil
+	}
+	return encodeGoYAML(obj)
+}
+
+// encodeGoYAML is EncodeObject through go-yaml itself: the reference appendYAML matches, and
+// its fallback for what appendYAML does not cover.
+func encodeGoYAML(obj map[string]any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := kyaml.NewEncoder(&buf)
 	if err := enc.Encode(obj); err != nil {
@@ -62,17 +72,45 @@ func EncodeObject(obj map[string]any) ([]byte, error) {
 // SortCanonical orders objects by kind, then namespace, then name: the order of every rendered
 // output and golden file, so output never depends on input order.
 func SortCanonical(objs []*unstructured.Unstructured) {
-	sort.SliceStable(objs, func(i, j int) bool {
-		a, b := objs[i], objs[j]
-		if a.GetKind() != b.GetKind() {
-			return a.GetKind() < b.GetKind()
-		}
-		if a.GetNamespace() != b.GetNamespace() {
-			return a.GetNamespace() < b.GetNamespace()
-		}
-		if a.GetName() != b.GetName() {
-			return a.GetName() < b.GetName()
-		}
-		return a.GetAPIVersion() < b.GetAPIVersion()
-	})
+	keys := make([]CanonicalKey, len(objs))
+	for i, o := range objs {
+		keys[i] = KeyOf(o)
+	}
+	sort.Stable(byKey{objs, keys})
+}
+
+// CanonicalKey is what SortCanonical orders by: kind, namespace, name, then apiVersion.
+type CanonicalKey struct {
+	Kind, Namespace, Name, APIVersion string
+}
+
+// KeyOf is an object's CanonicalKey.
+func KeyOf(o *unstructured.Unstructured) CanonicalKey {
+	return CanonicalKey{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(), APIVersion: o.GetAPIVersion()}
+}
+
+// Compare orders two keys as SortCanonical does.
+func (k CanonicalKey) Compare(o CanonicalKey) int {
+	if c := strings.Compare(k.Kind, o.Kind); c != 0 {
+		return c
+	}
+	if c := strings.Compare(k.Namespace, o.Namespace); c != 0 {
+		return c
+	}
+	if c := strings.Compare(k.Name, o.Name); c != 0 {
+		return c
+	}
+	return strings.Compare(k.APIVersion, o.APIVersion)
+}
+
+type byKey struct {
+	objs []*unstructured.Unstructured
+	keys []CanonicalKey
+}
+
+func (b byKey) Len() int           { return len(b.objs) }
+func (b byKey) Less(i, j int) bool { return b.keys[i].Compare(b.keys[j]) < 0 }
+func (b byKey) Swap(i, j int) {
+	b.objs[i], b.objs[j] = b.objs[j], b.objs[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }

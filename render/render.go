@@ -48,14 +48,26 @@ type Input struct {
 // invalid objects are reported together (InvalidErrors joined with errors.Join) and no children
 // are returned then: a render either succeeds whole or writes nothing.
 func Render(in *Input, opts Options) ([]Child, error) {
+	var out []Child
+	if err := RenderEach(in, opts, func(c Child) { out = append(out, c) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RenderEach is Render handing each child to emit as soon as it is made, in Render's order, so a
+// caller that turns children into something else (the KRM function encodes them) never holds
+// them all at once. On an error, children may have been emitted before it was found: the caller
+// discards them, as Render returns none.
+func RenderEach(in *Input, opts Options, emit func(Child)) error {
 	if errs := opts.Policies.Validate(field.NewPath("policies")); len(errs) > 0 {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {
 			msgs[i] = e.Error()
 		}
-		return nil, fmt.Errorf("invalid render options: %s", strings.Join(msgs, "; "))
+		return fmt.Errorf("invalid render options: %s", strings.Join(msgs, "; "))
 	}
-	r := &renderer{opts: opts, made: map[string]Child{}}
+	r := &renderer{opts: opts, emit: emit, made: map[string]Child{}}
 	// Work in name order so that errors, and which of two colliding objects is reported first, do
 	// not depend on input order.
 	for _, t := range sortedByName(in.Templates) {
@@ -70,7 +82,7 @@ func Render(in *Input, opts Options) ([]Child, error) {
 		}
 	}
 	if limit := opts.maxPoolMembers(); members > limit {
-		return nil, fmt.Errorf("the SandboxWarmPools of this input ask for %d members in all, more than the limit of %d per render; render them in parts, or raise the limit (SandboxRender spec.maxPoolMembers)", members, limit)
+		return fmt.Errorf("the SandboxWarmPools of this input ask for %d members in all, more than the limit of %d per render; render them in parts, or raise the limit (SandboxRender spec.maxPoolMembers)", members, limit)
 	}
 	for _, p := range sortedByName(in.Pools) {
 		r.pool(p, in.Templates)
@@ -81,15 +93,12 @@ func Render(in *Input, opts Options) ([]Child, error) {
 	for _, sb := range sortedByName(in.Sandboxes) {
 		r.handWritten(sb)
 	}
-	if len(r.errs) > 0 {
-		return nil, errors.Join(r.errs...)
-	}
-	return r.out, nil
+	return errors.Join(r.errs...)
 }
 
 type renderer struct {
 	opts Options
-	out  []Child
+	emit func(Child)
 	errs []error
 	// made are the Sandboxes rendered from claims and pools, by namespace/name.
 	made map[string]Child
@@ -105,7 +114,7 @@ func (r *renderer) template(t *extv1beta1.SandboxTemplate) {
 		return
 	}
 	if np := TemplateNetworkPolicy(t, r.opts); np != nil {
-		r.out = append(r.out, Child{Object: np, Parent: describe(extv1beta1.SandboxTemplateKind, t.Namespace, t.Name),
+		r.emit(Child{Object: np, Parent: describe(extv1beta1.SandboxTemplateKind, t.Namespace, t.Name),
 			MarkerPath:  []string{"spec", "podSelector", "matchLabels", agentsv1beta1.SandboxTemplateRefHashLabel},
 			MarkerValue: NameHash(t.Name)})
 	}
@@ -169,7 +178,7 @@ func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, parent string, ctrl contr
 		return
 	}
 	r.made[key] = child
-	r.out = append(r.out, child)
+	r.emit(child)
 	r.children(sb, ctrl)
 }
 
@@ -201,7 +210,7 @@ func (r *renderer) children(sb *agentsv1beta1.Sandbox, ctrl controller) {
 	parent := describe(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name)
 	hash := NameHash(sb.Name)
 	for _, o := range c.Objects() {
-		r.out = append(r.out, Child{Object: o, Parent: parent,
+		r.emit(Child{Object: o, Parent: parent,
 			MarkerPath: []string{"metadata", "labels", agentsv1beta1.SandboxNameHashLabel}, MarkerValue: hash})
 	}
 }
