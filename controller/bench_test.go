@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +40,10 @@ import (
 // Run with `make bench` (or `go test -run '^$' -bench Converge ./controller/`); one iteration
 // per size; SANDBOX_BENCH_SIZES overrides the sizes (default 1000,2000,4000) and
 // SANDBOX_BENCH_STEADY the window after convergence in which writes must be zero (default 60s).
+// SANDBOX_BENCH_PROFILE=DIR writes the controller's heap profiles there: heap-N-peak.pb.gz,
+// taken when its resident set last grew (with its /proc status), heap-N-end.pb.gz, once all are
+// Ready (read them with `go tool pprof -sample_index=inuse_space`), and gctrace-N.txt, the
+// controller's standard error under GODEBUG=gctrace=1.
 func BenchmarkConverge(b *testing.B) {
 	bin := buildController(b)
 	kubeconfig := writeKubeconfig(b, asController)
@@ -85,14 +92,38 @@ type convergeResult struct {
 
 func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Duration) convergeResult {
 	ns := newNamespace(b)
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--namespaces", ns,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "error")
+	args := []string{"--kubeconfig", kubeconfig, "--namespaces", ns,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "error"}
+	profileDir := os.Getenv("SANDBOX_BENCH_PROFILE")
+	pprofAddr := ""
+	if profileDir != "" {
+		pprofAddr = freeAddr(b)
+		args = append(args, "--pprof-bind-address", pprofAddr)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
+	if profileDir != "" {
+		// The collector's trace (live heap and goal at every cycle) goes next to the profiles.
+		f, err := os.Create(filepath.Join(profileDir, fmt.Sprintf("gctrace-%d.txt", n)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stderr = f
+		cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	time.Sleep(2 * time.Second) // the controller's caches sync
+	if profileDir != "" {
+		stop := profileAtPeak(b, cmd.Process.Pid, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("heap-%d-peak.pb.gz", n)))
+		defer func() {
+			stop()
+			saveHeapProfile(b, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("heap-%d-end.pb.gz", n)))
+		}()
+	}
 
 	before := writeCounts(b)
 	start := time.Now()
@@ -195,6 +226,73 @@ func parallelDo(workers, n int, f func(i int) error) {
 	if first != nil {
 		panic(first)
 	}
+}
+
+// freeAddr is a loopback address with a port nobody listens on.
+func freeAddr(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// profileAtPeak polls the process's resident set and saves a heap profile to path each time it
+// reaches a new high, until the returned stop is called.
+func profileAtPeak(b *testing.B, pid int, addr, path string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var high float64
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			if rss := currentRSSMiB(pid); rss > high+1 {
+				high = rss
+				saveHeapProfile(b, addr, path)
+				if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+					_ = os.WriteFile(strings.TrimSuffix(path, ".pb.gz")+".status", status, 0o644)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func saveHeapProfile(b *testing.B, addr, path string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+	if err != nil {
+		b.Logf("heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		b.Logf("heap profile: %v", err)
+	}
+}
+
+// currentRSSMiB is the process's resident set now (VmRSS), 0 if unreadable.
+func currentRSSMiB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
 
 // procStats reads a process's peak resident set (VmHWM) and CPU time (user + system).

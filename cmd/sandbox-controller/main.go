@@ -51,6 +51,7 @@ func main() {
 
 type flags struct {
 	metricsAddr, probeAddr     string
+	pprofAddr                  string
 	leaderElect                bool
 	leaderElectionNamespace    string
 	renderConfig               string
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	config.RegisterFlags(fs)
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; 0 disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to; 0 disables them")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address Go's /debug/pprof profiles bind to, for diagnosing memory and CPU; 0 (the default) disables them")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader (a Lease) so only one replica reconciles at a time")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the namespace the controller runs in)")
 	fs.StringVar(&f.renderConfig, "render-config", "", "a SandboxRender functionConfig file (the one the KRM function uses) with the render options")
@@ -184,6 +186,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		Scheme:                  scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:  f.probeAddr,
+		PprofBindAddress:        f.pprofAddr,
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        "sandbox-gitops-controller",
 		LeaderElectionNamespace: f.leaderElectionNamespace,
