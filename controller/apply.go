@@ -43,6 +43,9 @@ const (
 // instead of sending a dry run, so an unchanged intent costs no request at all.
 type applier struct {
 	client client.Client
+	// reader reads from the API server: a scoped intent that has to be sent is built on the
+	// object as the API server has it, not as cached.
+	reader client.Reader
 }
 
 // apply applies intent to the object, live being the object as observed (nil if absent).
@@ -57,32 +60,32 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 			return "", err
 		}
 	}
-	config := want
-	if len(intent.Scope) > 0 {
-		// A partial intent: send everything the manager owns again, with the scoped fields
-		// replaced, or server-side apply would remove the fields left out.
-		config = runtime.DeepCopyJSON(owned)
-		for _, p := range intent.Scope {
-			path := strings.Split(p, ".")
-			if v, ok, _ := unstructured.NestedFieldNoCopy(want, path...); ok {
-				if err := unstructured.SetNestedField(config, v, path...); err != nil {
-					return "", err
-				}
-			} else {
-				unstructured.RemoveNestedField(config, path...)
-			}
-		}
-		for _, k := range []string{"apiVersion", "kind"} {
-			config[k] = want[k]
-		}
-		for _, k := range []string{"name", "namespace"} {
-			if err := unstructured.SetNestedField(config, want["metadata"].(map[string]any)[k], "metadata", k); err != nil {
-				return "", err
-			}
-		}
+	config, err := applyConfig(want, owned, intent.Scope)
+	if err != nil {
+		return "", err
 	}
 	if live != nil && reflect.DeepEqual(normalize(config), normalize(owned)) {
 		return Unchanged, nil
+	}
+	if live != nil && len(intent.Scope) > 0 {
+		// A scoped intent sends again every field the manager owns outside its scope, so those
+		// must be the API server's: the cache keeps only part of some objects (a Pod's spec is
+		// not cached, see render.ObservedPod) and may lag behind. The compare above decided on
+		// the scoped fields alone, which the cache has.
+		fresh := live.DeepCopyObject().(client.Object)
+		if err := a.reader.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
+			return "", fmt.Errorf("reading %T %q before applying: %w", live, live.GetName(), err)
+		}
+		live = fresh
+		if owned, err = ownedFields(live); err != nil {
+			return "", err
+		}
+		if config, err = applyConfig(want, owned, intent.Scope); err != nil {
+			return "", err
+		}
+		if reflect.DeepEqual(normalize(config), normalize(owned)) {
+			return Unchanged, nil
+		}
 	}
 	err = a.send(ctx, config)
 	if apierrors.IsInvalid(err) && live != nil && len(intent.Scope) == 0 {
@@ -102,6 +105,35 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 		return Created, nil
 	}
 	return Configured, nil
+}
+
+// applyConfig is what is sent for an intent: the whole desired object, or for a scoped intent
+// everything the manager owns with the scoped fields replaced, or server-side apply would
+// remove the fields left out.
+func applyConfig(want, owned map[string]any, scope []string) (map[string]any, error) {
+	if len(scope) == 0 {
+		return want, nil
+	}
+	config := runtime.DeepCopyJSON(owned)
+	for _, p := range scope {
+		path := strings.Split(p, ".")
+		if v, ok, _ := unstructured.NestedFieldNoCopy(want, path...); ok {
+			if err := unstructured.SetNestedField(config, v, path...); err != nil {
+				return nil, err
+			}
+		} else {
+			unstructured.RemoveNestedField(config, path...)
+		}
+	}
+	for _, k := range []string{"apiVersion", "kind"} {
+		config[k] = want[k]
+	}
+	for _, k := range []string{"name", "namespace"} {
+		if err := unstructured.SetNestedField(config, want["metadata"].(map[string]any)[k], "metadata", k); err != nil {
+			return nil, err
+		}
+	}
+	return config, nil
 }
 
 func (a applier) send(ctx context.Context, config map[string]any) error {

@@ -32,7 +32,8 @@ type SandboxReconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// APIReader reads from the API server; used only to confirm that an object the cache does
-	// not have is really absent before creating it.
+	// not have is really absent before creating it, and to read an object a scoped intent is
+	// sent to (see applier.reader).
 	APIReader client.Reader
 	Events    *eventSink
 	Render    render.Options
@@ -215,7 +216,7 @@ func newChild(kind string) client.Object {
 // execute carries out the plan's steps in order and returns the ones that wrote something. The
 // first failure stops the pass (the next one starts from what the API server then has).
 func (r *SandboxReconciler) execute(ctx context.Context, sb *agentsv1beta1.Sandbox, plan *render.SandboxPlan, live liveChildren) ([]done, error) {
-	a := applier{client: r.Client}
+	a := applier{client: r.Client, reader: r.APIReader}
 	var out []done
 	for _, s := range plan.Steps {
 		var outcome Outcome

@@ -40,8 +40,9 @@ const nameHashIndex = "sandboxNameHash"
 
 // CacheOptions keeps the cache small: only Pods, Services and PVCs that carry the
 // sandbox-name-hash label (the children the render makes), and of every child's managedFields
-// only this controller's own entries, which is all the applier reads. Sandboxes and templates
-// are cached without managedFields.
+// only this controller's own entries, which is all the applier reads. Of a Pod only the part a
+// pass reads is cached (render.ObservedPod: no spec but its node, no container statuses): its
+// spec is never updated. Sandboxes and templates are cached without managedFields.
 func CacheOptions(opts Options) cache.Options {
 	labelled, _ := labels.NewRequirement(agentsv1beta1.SandboxNameHashLabel, selection.Exists, nil)
 	// Reads hand out the cached objects themselves, not copies: the reconcilers never modify
@@ -49,6 +50,8 @@ func CacheOptions(opts Options) cache.Options {
 	// pass was most of the controller's allocations.
 	shared := ptr.To(true)
 	children := cache.ByObject{Label: labels.NewSelector().Add(*labelled), Transform: keepOwnManagedFields, UnsafeDisableDeepCopy: shared}
+	pods := children
+	pods.Transform = observedPod
 	var namespaces map[string]cache.Config
 	if len(opts.Namespaces) > 0 {
 		namespaces = map[string]cache.Config{}
@@ -59,7 +62,7 @@ func CacheOptions(opts Options) cache.Options {
 	return cache.Options{
 		DefaultNamespaces: namespaces,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:                   children,
+			&corev1.Pod{}:                   pods,
 			&corev1.Service{}:               children,
 			&corev1.PersistentVolumeClaim{}: children,
 			// Template policies carry no labels, so every NetworkPolicy is cached (few exist).
@@ -68,6 +71,19 @@ func CacheOptions(opts Options) cache.Options {
 			&extv1beta1.SandboxTemplate{}: {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
 		},
 	}
+}
+
+// observedPod is the cache's transform of Pods: the part render.ObservedPod keeps, with only
+// this controller's managedFields.
+func observedPod(in any) (any, error) {
+	pod, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil // a tombstone: its object was transformed when it was cached
+	}
+	if _, err := keepOwnManagedFields(pod); err != nil {
+		return nil, err
+	}
+	return render.ObservedPod(pod), nil
 }
 
 func keepOwnManagedFields(in any) (any, error) {
@@ -117,7 +133,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
 	}
 
-	templates := &TemplateReconciler{Client: mgr.GetClient(), Events: events, Render: opts.Render}
+	templates := &TemplateReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxtemplate").
 		For(&extv1beta1.SandboxTemplate{}).
