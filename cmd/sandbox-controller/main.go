@@ -191,6 +191,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		LeaderElectionID:        "sandbox-gitops-controller",
 		LeaderElectionNamespace: f.leaderElectionNamespace,
 		Cache:                   controller.CacheOptions(*opts),
+		MapperProvider:          controller.NewRESTMapper,
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
