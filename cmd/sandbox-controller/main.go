@@ -23,7 +23,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
-	"github.com/sandbox-gitops/sandbox-gitops/krm"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 const usage = `sandbox-controller applies the children of agent-sandbox Sandboxes and SandboxTemplates
@@ -112,7 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 			return nil, nil, fmt.Errorf("reading --render-config: %w", err)
 		}
 	}
-	cfg, err := krm.ParseConfig(data)
+	cfg, err := renderconfig.Parse(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--render-config %s: %w", f.renderConfig, err)
 	}
