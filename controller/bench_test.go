@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -17,7 +18,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -41,11 +45,16 @@ import (
 // per size; SANDBOX_BENCH_SIZES overrides the sizes (default 1000,2000,4000) and
 // SANDBOX_BENCH_STEADY the window after convergence in which writes must be zero (default 60s).
 // SANDBOX_BENCH_PROFILE=DIR writes the controller's heap profiles there: heap-N-peak.pb.gz,
-// taken when its resident set last grew (with its /proc status), heap-N-end.pb.gz, once all are
+// taken when its resident set last grew (with its /proc status), cpu-N.pb.gz over the first
+// SANDBOX_BENCH_CPU_SECONDS (default 30) of the run, heap-N-end.pb.gz, once all are
 // Ready (read them with `go tool pprof -sample_index=inuse_space`), and gctrace-N.txt, the
-// controller's standard error under GODEBUG=gctrace=1.
+// controller's standard error under GODEBUG=gctrace=1. SANDBOX_BENCH_CONTROLLER=BINARY runs that
+// binary instead of building cmd/sandbox-controller (to measure an earlier version the same way).
 func BenchmarkConverge(b *testing.B) {
-	bin := buildController(b)
+	bin := os.Getenv("SANDBOX_BENCH_CONTROLLER")
+	if bin == "" {
+		bin = buildController(b)
+	}
 	kubeconfig := writeKubeconfig(b, asController)
 	steady := 60 * time.Second
 	if s := os.Getenv("SANDBOX_BENCH_STEADY"); s != "" {
@@ -79,6 +88,7 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(r.steadyWrites, "writes-after")
 				b.ReportMetric(r.peakRSSMiB, "MiB-peak-rss")
 				b.ReportMetric(r.cpuSeconds, "s-cpu")
+				b.ReportMetric(r.serverCPUSeconds, "s-cpu-apiserver+etcd")
 				b.Logf("n=%d: ready in %.1fs (floor %.1fs), writes by kind %v", n, r.seconds, floor, r.byKind)
 			}
 		})
@@ -87,7 +97,9 @@ func BenchmarkConverge(b *testing.B) {
 
 type convergeResult struct {
 	seconds, writes, writesNoEvents, steadyWrites, peakRSSMiB, cpuSeconds float64
-	byKind                                                                map[string]float64
+	// serverCPUSeconds is what kube-apiserver and etcd spent until all were Ready.
+	serverCPUSeconds float64
+	byKind           map[string]float64
 }
 
 func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Duration) convergeResult {
@@ -120,39 +132,33 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 	time.Sleep(2 * time.Second) // the controller's caches sync
 	if profileDir != "" {
 		stop := profileAtPeak(b, cmd.Process.Pid, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("heap-%d-peak.pb.gz", n)))
+		cpu := make(chan struct{})
+		go func() {
+			// The CPU profile covers the first seconds of the run, at least the creations.
+			defer close(cpu)
+			saveProfile(b, pprofAddr, "profile?seconds="+cmp.Or(os.Getenv("SANDBOX_BENCH_CPU_SECONDS"), "30"), filepath.Join(profileDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
+		}()
 		defer func() {
 			stop()
+			<-cpu
 			saveHeapProfile(b, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("heap-%d-end.pb.gz", n)))
 		}()
 	}
 
+	allReady := watchReady(b, ns, &agentsv1beta1.SandboxList{}, n, func(o client.Object) bool {
+		c := findCondition(o.(*agentsv1beta1.Sandbox), agentsv1beta1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
 	before := writeCounts(b)
+	serverCPU := controlPlaneCPU(b)
 	start := time.Now()
 	parallelDo(50, n, func(i int) error {
 		return admin.Create(context.Background(), sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) {
 			sb.Spec.Service = ptr.To(true)
 		}))
 	})
-	for {
-		list := &agentsv1beta1.SandboxList{}
-		if err := admin.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-			b.Fatal(err)
-		}
-		ready := 0
-		for i := range list.Items {
-			if c := findCondition(&list.Items[i], agentsv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
-				ready++
-			}
-		}
-		if ready == n {
-			break
-		}
-		if time.Since(start) > 10*time.Minute {
-			b.Fatalf("%d of %d Ready after 10 minutes", ready, n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	r := convergeResult{seconds: time.Since(start).Seconds()}
+	end := awaitReady(b, allReady, n, "Sandboxes")
+	r := convergeResult{seconds: end.Sub(start).Seconds(), serverCPUSeconds: controlPlaneCPU(b) - serverCPU}
 	// Writes still in flight when the last status lands (events are sent asynchronously) are
 	// part of converging; wait for the API server to see them.
 	time.Sleep(2 * time.Second)
@@ -169,6 +175,9 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 // Pod to be Ready: what any controller has to wait for at least.
 func floorDirect(b *testing.B, n int) float64 {
 	ns := newNamespace(b)
+	allReady := watchReady(b, ns, &corev1.PodList{}, n, func(o client.Object) bool {
+		return len(o.(*corev1.Pod).Status.PodIPs) > 0
+	})
 	start := time.Now()
 	parallelDo(50, n, func(i int) error {
 		sb := sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) })
@@ -181,22 +190,87 @@ func floorDirect(b *testing.B, n int) float64 {
 		}
 		return admin.Create(context.Background(), c.Service)
 	})
-	for {
-		pods := &corev1.PodList{}
-		if err := admin.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
-			b.Fatal(err)
+	return awaitReady(b, allReady, n, "Pods").Sub(start).Seconds()
+}
+
+// watchReady watches the objects of a namespace and sends the time at which n of them are ready.
+// Waiting by a watch costs the API server one stream; the list of all N objects every 100 ms it
+// replaces took a share of the 2 cores from the very convergence it measured. A watch the API
+// server closes (a busy test process reads too slowly) is started again from a new list.
+func watchReady(b *testing.B, ns string, list client.ObjectList, n int, ready func(client.Object) bool) <-chan time.Time {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	out := make(chan time.Time, 1)
+	readyNames := map[string]bool{}
+	start := func() (watch.Interface, error) {
+		if err := wc.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, err
 		}
-		ready := 0
-		for _, p := range pods.Items {
-			if len(p.Status.PodIPs) > 0 {
-				ready++
+		clear(readyNames)
+		if err := meta.EachListItem(list, func(o runtime.Object) error {
+			if obj := o.(client.Object); ready(obj) {
+				readyNames[obj.GetName()] = true
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		return wc.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
+	}
+	w, err := start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		defer close(out)
+		for {
+			for ev := range w.ResultChan() {
+				obj, ok := ev.Object.(client.Object)
+				if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+					continue
+				}
+				if ev.Type != watch.Deleted && ready(obj) {
+					readyNames[obj.GetName()] = true
+				} else {
+					delete(readyNames, obj.GetName())
+				}
+				if len(readyNames) == n {
+					break
+				}
+			}
+			w.Stop()
+			if len(readyNames) == n {
+				out <- time.Now()
+				return
+			}
+			b.Logf("the watch of %T closed with %d of %d ready: listing and watching again", list, len(readyNames), n)
+			if w, err = start(); err != nil {
+				b.Logf("watching %T again: %v", list, err)
+				return
+			}
+			if len(readyNames) == n {
+				out <- time.Now()
+				return
 			}
 		}
-		if ready == n {
-			return time.Since(start).Seconds()
+	}()
+	return out
+}
+
+func awaitReady(b *testing.B, ready <-chan time.Time, n int, what string) time.Time {
+	select {
+	case t, ok := <-ready:
+		if !ok {
+			b.Fatalf("the watch of %s ended before %d were ready", what, n)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return t
+	case <-time.After(10 * time.Minute):
+		b.Fatalf("%d %s not ready after 10 minutes", n, what)
 	}
+	return time.Time{}
 }
 
 func parallelDo(workers, n int, f func(i int) error) {
@@ -266,8 +340,10 @@ func profileAtPeak(b *testing.B, pid int, addr, path string) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
-func saveHeapProfile(b *testing.B, addr, path string) {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+func saveHeapProfile(b *testing.B, addr, path string) { saveProfile(b, addr, "heap", path) }
+
+func saveProfile(b *testing.B, addr, profile, path string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + profile)
 	if err != nil {
 		b.Logf("heap profile: %v", err)
 		return
@@ -295,6 +371,36 @@ func currentRSSMiB(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// controlPlaneCPU is the CPU time (user + system) kube-apiserver and etcd, children of this
+// test process, have used so far.
+func controlPlaneCPU(b *testing.B) float64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		name := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if ppid, _ := strconv.Atoi(fields[1]); ppid != os.Getpid() || (name != "kube-apiserver" && name != "etcd") {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(fields[11], 64)
+		st, _ := strconv.ParseFloat(fields[12], 64)
+		total += (ut + st) / 100
+	}
+	return total
 }
 
 // procStats reads a process's peak resident set (VmHWM) and CPU time (user + system).
