@@ -124,6 +124,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("sandbox").
 		For(&agentsv1beta1.Sandbox{}).
+		WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandbox", agentsv1beta1.GroupVersion.Group, agentsv1beta1.SandboxKind)).
 		Watches(&corev1.Pod{}, toSandbox).
 		Watches(&corev1.Service{}, toSandbox).
 		Watches(&corev1.PersistentVolumeClaim{}, toSandbox).
@@ -137,6 +138,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxtemplate").
 		For(&extv1beta1.SandboxTemplate{}).
+		WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxtemplate", extv1beta1.GroupVersion.Group, extv1beta1.SandboxTemplateKind)).
 		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(templateOfPolicy)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.TemplateWorkers, 1)}).
 		Complete(templates); err != nil {
