@@ -304,7 +304,7 @@ func parallelDo(workers, n int, f func(i int) error) {
 }
 
 // freeAddr is a loopback address with a port nobody listens on.
-func freeAddr(b *testing.B) string {
+func freeAddr(b testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -428,7 +428,7 @@ func procStats(b *testing.B, pid int) (rssMiB, cpuSeconds float64) {
 	return rssMiB, (ut + st) / 100 // USER_HZ is 100 on Linux
 }
 
-func buildController(b *testing.B) string {
+func buildController(b testing.TB) string {
 	out := filepath.Join(b.TempDir(), "sandbox-controller")
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/sandbox-controller")
 	cmd.Dir = testenv.RepoRoot()

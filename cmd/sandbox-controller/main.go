@@ -190,8 +190,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        "sandbox-gitops-controller",
 		LeaderElectionNamespace: f.leaderElectionNamespace,
-		Cache:                   controller.CacheOptions(*opts),
-		MapperProvider:          controller.NewRESTMapper,
+		// The process ends as soon as the manager stops, so the Lease can be given up then: a
+		// stopped replica hands over at once instead of after the lease duration.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controller.CacheOptions(*opts),
+		MapperProvider:                controller.NewRESTMapper,
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
