@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -46,7 +48,8 @@ import (
 // SANDBOX_BENCH_STEADY the window after convergence in which writes must be zero (default 60s).
 // SANDBOX_BENCH_PROFILE=DIR writes the controller's heap profiles there: heap-N-peak.pb.gz,
 // taken when its resident set last grew (with its /proc status), cpu-N.pb.gz over the first
-// SANDBOX_BENCH_CPU_SECONDS (default 30) of the run, heap-N-end.pb.gz, once all are
+// SANDBOX_BENCH_CPU_SECONDS (default 30) of the run (and apiserver-cpu-N.pb.gz, the API
+// server's), heap-N-end.pb.gz, once all are
 // Ready (read them with `go tool pprof -sample_index=inuse_space`), and gctrace-N.txt, the
 // controller's standard error under GODEBUG=gctrace=1. SANDBOX_BENCH_CONTROLLER=BINARY runs that
 // binary instead of building cmd/sandbox-controller (to measure an earlier version the same way).
@@ -78,7 +81,7 @@ func BenchmarkConverge(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			for range b.N {
-				floor := floorDirect(b, n)
+				floor, floorServerCPU := floorDirect(b, n)
 				r := convergeOnce(b, bin, kubeconfig, n, steady)
 				b.ReportMetric(r.seconds, "s-to-ready")
 				b.ReportMetric(floor, "s-floor")
@@ -89,7 +92,8 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(r.peakRSSMiB, "MiB-peak-rss")
 				b.ReportMetric(r.cpuSeconds, "s-cpu")
 				b.ReportMetric(r.serverCPUSeconds, "s-cpu-apiserver+etcd")
-				b.Logf("n=%d: ready in %.1fs (floor %.1fs), writes by kind %v", n, r.seconds, floor, r.byKind)
+				b.ReportMetric(floorServerCPU, "s-cpu-apiserver+etcd-floor")
+				b.Logf("n=%d: ready in %.1fs (floor %.1fs), writes by kind %v; %s", n, r.seconds, floor, r.byKind, r.phases)
 			}
 		})
 	}
@@ -100,6 +104,7 @@ type convergeResult struct {
 	// serverCPUSeconds is what kube-apiserver and etcd spent until all were Ready.
 	serverCPUSeconds float64
 	byKind           map[string]float64
+	phases           string
 }
 
 func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Duration) convergeResult {
@@ -133,14 +138,32 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 	if profileDir != "" {
 		stop := profileAtPeak(b, cmd.Process.Pid, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("heap-%d-peak.pb.gz", n)))
 		cpu := make(chan struct{})
+		seconds := cmp.Or(os.Getenv("SANDBOX_BENCH_CPU_SECONDS"), "30")
 		go func() {
-			// The CPU profile covers the first seconds of the run, at least the creations.
+			// The CPU profiles cover the first seconds of the run, at least the creations.
 			defer close(cpu)
-			saveProfile(b, pprofAddr, "profile?seconds="+cmp.Or(os.Getenv("SANDBOX_BENCH_CPU_SECONDS"), "30"), filepath.Join(profileDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
+			saveProfile(b, pprofAddr, "profile?seconds="+seconds, filepath.Join(profileDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
+		}()
+		serverCPU := make(chan struct{})
+		go func() {
+			defer close(serverCPU)
+			cs, err := kubernetes.NewForConfig(env.Config)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			data, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).Timeout(5 * time.Minute).DoRaw(context.Background())
+			if err == nil {
+				err = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("apiserver-cpu-%d.pb.gz", n)), data, 0o644)
+			}
+			if err != nil {
+				b.Logf("the API server's CPU profile: %v", err)
+			}
 		}()
 		defer func() {
 			stop()
 			<-cpu
+			<-serverCPU
 			saveHeapProfile(b, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("heap-%d-end.pb.gz", n)))
 		}()
 	}
@@ -150,6 +173,7 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 		return c != nil && c.Status == metav1.ConditionTrue
 	})
 	before := writeCounts(b)
+	requestsBefore := requestCounts(b)
 	serverCPU := controlPlaneCPU(b)
 	start := time.Now()
 	parallelDo(50, n, func(i int) error {
@@ -163,21 +187,81 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 	// part of converging; wait for the API server to see them.
 	time.Sleep(2 * time.Second)
 	mid := writeCounts(b)
+	if profileDir != "" {
+		// Every request the API server served meanwhile (reads too, and the test's own), to
+		// see where its time goes.
+		after := requestCounts(b)
+		var lines []string
+		for k, v := range after {
+			if d := v - requestsBefore[k]; d > 0 {
+				lines = append(lines, fmt.Sprintf("%8.0f %s", d, k))
+			}
+		}
+		slices.Sort(lines)
+		if err := os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("requests-%d.txt", n)), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
 	r.writes, r.byKind = controllerWrites(before, mid)
 	r.writesNoEvents = r.writes - r.byKind["events POST"] - r.byKind["events PATCH"]
 	time.Sleep(steady)
 	r.steadyWrites, _ = controllerWrites(mid, writeCounts(b))
 	r.peakRSSMiB, r.cpuSeconds = procStats(b, cmd.Process.Pid)
+	r.phases = phases(b, ns)
 	return r
+}
+
+// phases says where a Sandbox's time to Ready went, from the timestamps the API server keeps
+// (whole seconds): Sandbox created → its Pod created (the controller), Pod created → Pod Ready
+// (the simulated kubelet), Pod Ready → Sandbox Ready (the controller), as median/90th/max.
+func phases(b *testing.B, ns string) string {
+	sandboxes := &agentsv1beta1.SandboxList{}
+	pods := &corev1.PodList{}
+	if err := admin.List(context.Background(), sandboxes, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	if err := admin.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	podOf := map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		podOf[pods.Items[i].Name] = &pods.Items[i]
+	}
+	var toPod, podReady, toReady []float64
+	for i := range sandboxes.Items {
+		sb := &sandboxes.Items[i]
+		pod, ready := podOf[sb.Name], findCondition(sb, agentsv1beta1.ConditionReady)
+		if pod == nil || ready == nil {
+			continue
+		}
+		var podReadyAt time.Time
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				podReadyAt = c.LastTransitionTime.Time
+			}
+		}
+		toPod = append(toPod, pod.CreationTimestamp.Sub(sb.CreationTimestamp.Time).Seconds())
+		podReady = append(podReady, podReadyAt.Sub(pod.CreationTimestamp.Time).Seconds())
+		toReady = append(toReady, ready.LastTransitionTime.Sub(podReadyAt).Seconds())
+	}
+	q := func(v []float64) string {
+		if len(v) == 0 {
+			return "-"
+		}
+		slices.Sort(v)
+		return fmt.Sprintf("%.0f/%.0f/%.0f s", v[len(v)/2], v[len(v)*9/10], v[len(v)-1])
+	}
+	return fmt.Sprintf("Sandbox→Pod created %s, Pod created→Ready %s, Pod Ready→Sandbox Ready %s (median/p90/max)", q(toPod), q(podReady), q(toReady))
 }
 
 // floorDirect creates n Pods and n Services straight away with 50 workers and waits for every
 // Pod to be Ready: what any controller has to wait for at least.
-func floorDirect(b *testing.B, n int) float64 {
+func floorDirect(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
 	ns := newNamespace(b)
 	allReady := watchReady(b, ns, &corev1.PodList{}, n, func(o client.Object) bool {
 		return len(o.(*corev1.Pod).Status.PodIPs) > 0
 	})
+	serverCPU := controlPlaneCPU(b)
 	start := time.Now()
 	parallelDo(50, n, func(i int) error {
 		sb := sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) })
@@ -190,7 +274,8 @@ func floorDirect(b *testing.B, n int) float64 {
 		}
 		return admin.Create(context.Background(), c.Service)
 	})
-	return awaitReady(b, allReady, n, "Pods").Sub(start).Seconds()
+	end := awaitReady(b, allReady, n, "Pods")
+	return end.Sub(start).Seconds(), controlPlaneCPU(b) - serverCPU
 }
 
 // watchReady watches the objects of a namespace and sends the time at which n of them are ready.
@@ -226,6 +311,12 @@ func watchReady(b *testing.B, ns string, list client.ObjectList, n int, ready fu
 	}
 	go func() {
 		defer close(out)
+		restarts := 0
+		defer func() {
+			if restarts > 0 {
+				b.Logf("the API server closed the watch of %T %d times (the test process read too slowly); each time it was listed and watched again", list, restarts)
+			}
+		}()
 		for {
 			for ev := range w.ResultChan() {
 				obj, ok := ev.Object.(client.Object)
@@ -246,7 +337,7 @@ func watchReady(b *testing.B, ns string, list client.ObjectList, n int, ready fu
 				out <- time.Now()
 				return
 			}
-			b.Logf("the watch of %T closed with %d of %d ready: listing and watching again", list, len(readyNames), n)
+			restarts++
 			if w, err = start(); err != nil {
 				b.Logf("watching %T again: %v", list, err)
 				return
@@ -301,6 +392,41 @@ func parallelDo(workers, n int, f func(i int) error) {
 	if first != nil {
 		panic(first)
 	}
+}
+
+// requestCounts is apiserver_request_total by "resource[/subresource] VERB client", every verb.
+func requestCounts(b *testing.B) map[string]float64 {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndex(rest, "} ")
+		if i < 0 {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(rest[:i], ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			labels[k] = strings.Trim(v, `"`)
+		}
+		v, _ := strconv.ParseFloat(strings.TrimSpace(rest[i+2:]), 64)
+		res := labels["resource"]
+		if labels["subresource"] != "" {
+			res += "/" + labels["subresource"]
+		}
+		out[res+" "+labels["verb"]+" "+labels["code"]] += v
+	}
+	return out
 }
 
 // freeAddr is a loopback address with a port nobody listens on.
