@@ -64,10 +64,27 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 	if err != nil {
 		return "", err
 	}
-	if live != nil && reflect.DeepEqual(normalize(config), normalize(owned)) {
+	if live == nil {
+		// A create must not land on an object the cache does not show: someone else's object of
+		// that name (the cache holds only labelled children) would be taken over by a forced
+		// apply. As a precondition that no object meets, the resourceVersion makes the API
+		// server create the object if it is absent and refuse with a conflict if it exists.
+		if err := unstructured.SetNestedField(config, createOnly, "metadata", "resourceVersion"); err != nil {
+			return "", err
+		}
+		if err := a.send(ctx, config); err != nil {
+			if apierrors.IsConflict(err) {
+				kind, _ := want["kind"].(string)
+				return "", &existsError{kind: kind, name: intent.Object.GetName()}
+			}
+			return "", err
+		}
+		return Created, nil
+	}
+	if reflect.DeepEqual(normalize(config), normalize(owned)) {
 		return Unchanged, nil
 	}
-	if live != nil && len(intent.Scope) > 0 {
+	if len(intent.Scope) > 0 {
 		// A scoped intent sends again every field the manager owns outside its scope, so those
 		// must be the API server's: the cache keeps only part of some objects (a Pod's spec is
 		// not cached, see render.ObservedPod) and may lag behind. The compare above decided on
@@ -88,7 +105,7 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 		}
 	}
 	err = a.send(ctx, config)
-	if apierrors.IsInvalid(err) && live != nil && len(intent.Scope) == 0 {
+	if apierrors.IsInvalid(err) && len(intent.Scope) == 0 {
 		// Forcing takes over the fields another manager changed, but list items another manager
 		// added stay (a Service port renumbered by hand keeps its name, and the merge has two
 		// ports of one name). A child kept exactly as rendered then gets its spec replaced
@@ -101,10 +118,18 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 	if err != nil {
 		return "", err
 	}
-	if live == nil {
-		return Created, nil
-	}
 	return Configured, nil
+}
+
+// createOnly is the resourceVersion a create is sent with: an etcd revision counts up from 1 and
+// never reaches it, so no object has it.
+const createOnly = "9223372036854775807"
+
+// existsError is a create refused because an object of that name exists.
+type existsError struct{ kind, name string }
+
+func (e *existsError) Error() string {
+	return fmt.Sprintf("%s %q exists but was not observed", e.kind, e.name)
 }
 
 // applyConfig is what is sent for an intent: the whole desired object, or for a scoped intent
