@@ -43,6 +43,8 @@ const (
 // instead of sending a dry run, so an unchanged intent costs no request at all.
 type applier struct {
 	client client.Client
+	// applies sends the applies when set (see applyTransport); else client does.
+	applies *applyTransport
 	// reader reads from the API server: a scoped intent that has to be sent is built on the
 	// object as the API server has it, not as cached.
 	reader client.Reader
@@ -163,7 +165,13 @@ func applyConfig(want, owned map[string]any, scope []string) (map[string]any, er
 
 func (a applier) send(ctx context.Context, config map[string]any) error {
 	u := &unstructured.Unstructured{Object: config}
-	if err := a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	var err error
+	if a.applies != nil {
+		err = a.applies.apply(ctx, config)
+	} else {
+		err = a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	}
+	if err != nil {
 		return fmt.Errorf("applying %s %q: %w", u.GetKind(), u.GetName(), err)
 	}
 	return nil

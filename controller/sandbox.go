@@ -41,7 +41,8 @@ type SandboxReconciler struct {
 	// Now is the clock; time.Now when nil. Time enters render only as this value.
 	Now func() time.Time
 
-	recent recentCreates
+	recent  recentCreates
+	applies *applyTransport
 }
 
 // Reconcile runs one pass over a Sandbox: read, plan, apply and prune, status.
@@ -277,7 +278,7 @@ func newChild(kind string) client.Object {
 // execute carries out the plan's steps in order and returns the ones that wrote something. The
 // first failure stops the pass (the next one starts from what the API server then has).
 func (r *SandboxReconciler) execute(ctx context.Context, sb *agentsv1beta1.Sandbox, plan *render.SandboxPlan, live liveChildren) ([]done, error) {
-	a := applier{client: r.Client, reader: r.APIReader}
+	a := applier{client: r.Client, reader: r.APIReader, applies: r.applies}
 	var out []done
 	for _, s := range plan.Steps {
 		var outcome Outcome

@@ -119,7 +119,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return def
 	}
 
-	sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
+	applies := newApplyTransport(mgr)
+	sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, applies: applies}
 	toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("sandbox").
@@ -134,7 +135,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
 	}
 
-	templates := &TemplateReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
+	templates := &TemplateReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, applies: applies}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxtemplate").
 		For(&extv1beta1.SandboxTemplate{}).

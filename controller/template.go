@@ -24,6 +24,7 @@ type TemplateReconciler struct {
 	APIReader client.Reader
 	Events    *eventSink
 	Render    render.Options
+	applies   *applyTransport
 }
 
 // Reconcile runs one pass over a template: read, decide, apply or prune.
@@ -52,7 +53,7 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if step == nil {
 		return ctrl.Result{}, nil
 	}
-	a := applier{client: r.Client, reader: r.APIReader}
+	a := applier{client: r.Client, reader: r.APIReader, applies: r.applies}
 	var outcome Outcome
 	if step.Action == render.ActionDelete {
 		outcome, err = a.delete(ctx, have)
