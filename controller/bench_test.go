@@ -51,7 +51,7 @@ import (
 // SANDBOX_BENCH_CPU_SECONDS (default 30) of the run (and apiserver-cpu-N.pb.gz, the API
 // server's), heap-N-end.pb.gz, once all are
 // Ready (read them with `go tool pprof -sample_index=inuse_space`), and gctrace-N.txt, the
-// controller's standard error under GODEBUG=gctrace=1. SANDBOX_BENCH_CONTROLLER=BINARY runs that
+// controller's standard error under GODEBUG=gctrace=1, and metrics-N.txt, its /metrics. SANDBOX_BENCH_CONTROLLER=BINARY runs that
 // binary instead of building cmd/sandbox-controller (to measure an earlier version the same way).
 func BenchmarkConverge(b *testing.B) {
 	bin := os.Getenv("SANDBOX_BENCH_CONTROLLER")
@@ -109,12 +109,14 @@ type convergeResult struct {
 
 func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Duration) convergeResult {
 	ns := newNamespace(b)
-	args := []string{"--kubeconfig", kubeconfig, "--namespaces", ns,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", "error"}
 	profileDir := os.Getenv("SANDBOX_BENCH_PROFILE")
-	pprofAddr := ""
+	pprofAddr, metricsAddr := "", "0"
 	if profileDir != "" {
-		pprofAddr = freeAddr(b)
+		pprofAddr, metricsAddr = freeAddr(b), freeAddr(b)
+	}
+	args := []string{"--kubeconfig", kubeconfig, "--namespaces", ns,
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--zap-log-level", "error"}
+	if pprofAddr != "" {
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}
 	cmd := exec.Command(bin, args...)
@@ -161,6 +163,12 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 			}
 		}()
 		defer func() {
+			// The controller's own metrics (reconciles, queue, client requests) go with them.
+			if resp, err := http.Get("http://" + metricsAddr + "/metrics"); err == nil {
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				_ = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("metrics-%d.txt", n)), data, 0o644)
+			}
 			stop()
 			<-cpu
 			<-serverCPU
