@@ -43,6 +43,11 @@ const (
 // instead of sending a dry run, so an unchanged intent costs no request at all.
 type applier struct {
 	client client.Client
+	// applies sends the applies when set (see applyTransport); else client does.
+	applies *applyTransport
+	// reader reads from the API server: a scoped intent that has to be sent is built on the
+	// object as the API server has it, not as cached.
+	reader client.Reader
 }
 
 // apply applies intent to the object, live being the object as observed (nil if absent).
@@ -57,35 +62,52 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 			return "", err
 		}
 	}
-	config := want
-	if len(intent.Scope) > 0 {
-		// A partial intent: send everything the manager owns again, with the scoped fields
-		// replaced, or server-side apply would remove the fields left out.
-		config = runtime.DeepCopyJSON(owned)
-		for _, p := range intent.Scope {
-			path := strings.Split(p, ".")
-			if v, ok, _ := unstructured.NestedFieldNoCopy(want, path...); ok {
-				if err := unstructured.SetNestedField(config, v, path...); err != nil {
-					return "", err
-				}
-			} else {
-				unstructured.RemoveNestedField(config, path...)
-			}
-		}
-		for _, k := range []string{"apiVersion", "kind"} {
-			config[k] = want[k]
-		}
-		for _, k := range []string{"name", "namespace"} {
-			if err := unstructured.SetNestedField(config, want["metadata"].(map[string]any)[k], "metadata", k); err != nil {
-				return "", err
-			}
-		}
+	config, err := applyConfig(want, owned, intent.Scope)
+	if err != nil {
+		return "", err
 	}
-	if live != nil && reflect.DeepEqual(normalize(config), normalize(owned)) {
+	if live == nil {
+		// A create must not land on an object the cache does not show: someone else's object of
+		// that name (the cache holds only labelled children) would be taken over by a forced
+		// apply. As a precondition that no object meets, the resourceVersion makes the API
+		// server create the object if it is absent and refuse with a conflict if it exists.
+		if err := unstructured.SetNestedField(config, createOnly, "metadata", "resourceVersion"); err != nil {
+			return "", err
+		}
+		if err := a.send(ctx, config); err != nil {
+			if apierrors.IsConflict(err) {
+				kind, _ := want["kind"].(string)
+				return "", &existsError{kind: kind, name: intent.Object.GetName()}
+			}
+			return "", err
+		}
+		return Created, nil
+	}
+	if reflect.DeepEqual(normalize(config), normalize(owned)) {
 		return Unchanged, nil
 	}
+	if len(intent.Scope) > 0 {
+		// A scoped intent sends again every field the manager owns outside its scope, so those
+		// must be the API server's: the cache keeps only part of some objects (a Pod's spec is
+		// not cached, see render.ObservedPod) and may lag behind. The compare above decided on
+		// the scoped fields alone, which the cache has.
+		fresh := live.DeepCopyObject().(client.Object)
+		if err := a.reader.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
+			return "", fmt.Errorf("reading %T %q before applying: %w", live, live.GetName(), err)
+		}
+		live = fresh
+		if owned, err = ownedFields(live); err != nil {
+			return "", err
+		}
+		if config, err = applyConfig(want, owned, intent.Scope); err != nil {
+			return "", err
+		}
+		if reflect.DeepEqual(normalize(config), normalize(owned)) {
+			return Unchanged, nil
+		}
+	}
 	err = a.send(ctx, config)
-	if apierrors.IsInvalid(err) && live != nil && len(intent.Scope) == 0 {
+	if apierrors.IsInvalid(err) && len(intent.Scope) == 0 {
 		// Forcing takes over the fields another manager changed, but list items another manager
 		// added stay (a Service port renumbered by hand keeps its name, and the merge has two
 		// ports of one name). A child kept exactly as rendered then gets its spec replaced
@@ -98,15 +120,58 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 	if err != nil {
 		return "", err
 	}
-	if live == nil {
-		return Created, nil
-	}
 	return Configured, nil
+}
+
+// createOnly is the resourceVersion a create is sent with: an etcd revision counts up from 1 and
+// never reaches it, so no object has it.
+const createOnly = "9223372036854775807"
+
+// existsError is a create refused because an object of that name exists.
+type existsError struct{ kind, name string }
+
+func (e *existsError) Error() string {
+	return fmt.Sprintf("%s %q exists but was not observed", e.kind, e.name)
+}
+
+// applyConfig is what is sent for an intent: the whole desired object, or for a scoped intent
+// everything the manager owns with the scoped fields replaced, or server-side apply would
+// remove the fields left out.
+func applyConfig(want, owned map[string]any, scope []string) (map[string]any, error) {
+	if len(scope) == 0 {
+		return want, nil
+	}
+	config := runtime.DeepCopyJSON(owned)
+	for _, p := range scope {
+		path := strings.Split(p, ".")
+		if v, ok, _ := unstructured.NestedFieldNoCopy(want, path...); ok {
+			if err := unstructured.SetNestedField(config, v, path...); err != nil {
+				return nil, err
+			}
+		} else {
+			unstructured.RemoveNestedField(config, path...)
+		}
+	}
+	for _, k := range []string{"apiVersion", "kind"} {
+		config[k] = want[k]
+	}
+	for _, k := range []string{"name", "namespace"} {
+		if err := unstructured.SetNestedField(config, want["metadata"].(map[string]any)[k], "metadata", k); err != nil {
+			return nil, err
+		}
+	}
+	return config, nil
 }
 
 func (a applier) send(ctx context.Context, config map[string]any) error {
 	u := &unstructured.Unstructured{Object: config}
-	if err := a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	var err error
+	if a.applies != nil {
+		err = a.applies.apply(ctx, config)
+	} else {
+		err = a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	}
+	if err != nil {
 		return fmt.Errorf("applying %s %q: %w", u.GetKind(), u.GetName(), err)
 	}
 	return nil

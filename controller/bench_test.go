@@ -2,11 +2,16 @@ package controller_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +19,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -37,8 +46,18 @@ import (
 // Run with `make bench` (or `go test -run '^$' -bench Converge ./controller/`); one iteration
 // per size; SANDBOX_BENCH_SIZES overrides the sizes (default 1000,2000,4000) and
 // SANDBOX_BENCH_STEADY the window after convergence in which writes must be zero (default 60s).
+// SANDBOX_BENCH_PROFILE=DIR writes the controller's heap profiles there: heap-N-peak.pb.gz,
+// taken when its resident set last grew (with its /proc status), cpu-N.pb.gz over the first
+// SANDBOX_BENCH_CPU_SECONDS (default 30) of the run (and apiserver-cpu-N.pb.gz, the API
+// server's), heap-N-end.pb.gz, once all are
+// Ready (read them with `go tool pprof -sample_index=inuse_space`), and gctrace-N.txt, the
+// controller's standard error under GODEBUG=gctrace=1, and metrics-N.txt, its /metrics. SANDBOX_BENCH_CONTROLLER=BINARY runs that
+// binary instead of building cmd/sandbox-controller (to measure an earlier version the same way).
 func BenchmarkConverge(b *testing.B) {
-	bin := buildController(b)
+	bin := os.Getenv("SANDBOX_BENCH_CONTROLLER")
+	if bin == "" {
+		bin = buildController(b)
+	}
 	kubeconfig := writeKubeconfig(b, asController)
 	steady := 60 * time.Second
 	if s := os.Getenv("SANDBOX_BENCH_STEADY"); s != "" {
@@ -62,7 +81,7 @@ func BenchmarkConverge(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			for range b.N {
-				floor := floorDirect(b, n)
+				floor, floorServerCPU := floorDirect(b, n)
 				r := convergeOnce(b, bin, kubeconfig, n, steady)
 				b.ReportMetric(r.seconds, "s-to-ready")
 				b.ReportMetric(floor, "s-floor")
@@ -72,7 +91,9 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(r.steadyWrites, "writes-after")
 				b.ReportMetric(r.peakRSSMiB, "MiB-peak-rss")
 				b.ReportMetric(r.cpuSeconds, "s-cpu")
-				b.Logf("n=%d: ready in %.1fs (floor %.1fs), writes by kind %v", n, r.seconds, floor, r.byKind)
+				b.ReportMetric(r.serverCPUSeconds, "s-cpu-apiserver+etcd")
+				b.ReportMetric(floorServerCPU, "s-cpu-apiserver+etcd-floor")
+				b.Logf("n=%d: ready in %.1fs (floor %.1fs), writes by kind %v; %s", n, r.seconds, floor, r.byKind, r.phases)
 			}
 		})
 	}
@@ -80,63 +101,175 @@ func BenchmarkConverge(b *testing.B) {
 
 type convergeResult struct {
 	seconds, writes, writesNoEvents, steadyWrites, peakRSSMiB, cpuSeconds float64
-	byKind                                                                map[string]float64
+	// serverCPUSeconds is what kube-apiserver and etcd spent until all were Ready.
+	serverCPUSeconds float64
+	byKind           map[string]float64
+	phases           string
 }
 
 func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Duration) convergeResult {
 	ns := newNamespace(b)
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--namespaces", ns,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--enable-webhook=false", "--zap-log-level", "error")
+	profileDir := os.Getenv("SANDBOX_BENCH_PROFILE")
+	pprofAddr, metricsAddr := "", "0"
+	if profileDir != "" {
+		pprofAddr, metricsAddr = freeAddr(b), freeAddr(b)
+	}
+	args := []string{"--kubeconfig", kubeconfig, "--namespaces", ns,
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--enable-webhook=false", "--zap-log-level", "error"}
+	if pprofAddr != "" {
+		args = append(args, "--pprof-bind-address", pprofAddr)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
+	if profileDir != "" {
+		// The collector's trace (live heap and goal at every cycle) goes next to the profiles,
+		// which sample every 8 KiB allocated rather than 512 KiB.
+		f, err := os.Create(filepath.Join(profileDir, fmt.Sprintf("gctrace-%d.txt", n)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stderr = f
+		cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1,memprofilerate=8192")
+	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	time.Sleep(2 * time.Second) // the controller's caches sync
+	if profileDir != "" {
+		stop := profileAtPeak(b, cmd.Process.Pid, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("heap-%d-peak.pb.gz", n)))
+		cpu := make(chan struct{})
+		seconds := cmp.Or(os.Getenv("SANDBOX_BENCH_CPU_SECONDS"), "30")
+		go func() {
+			// The CPU profiles cover the first seconds of the run, at least the creations.
+			defer close(cpu)
+			saveProfile(b, pprofAddr, "profile?seconds="+seconds, filepath.Join(profileDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
+		}()
+		serverCPU := make(chan struct{})
+		go func() {
+			defer close(serverCPU)
+			cs, err := kubernetes.NewForConfig(env.Config)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			data, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).Timeout(5 * time.Minute).DoRaw(context.Background())
+			if err == nil {
+				err = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("apiserver-cpu-%d.pb.gz", n)), data, 0o644)
+			}
+			if err != nil {
+				b.Logf("the API server's CPU profile: %v", err)
+			}
+		}()
+		defer func() {
+			// The controller's own metrics (reconciles, queue, client requests) go with them.
+			if resp, err := http.Get("http://" + metricsAddr + "/metrics"); err == nil {
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				_ = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("metrics-%d.txt", n)), data, 0o644)
+			}
+			stop()
+			<-cpu
+			<-serverCPU
+			saveHeapProfile(b, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("heap-%d-end.pb.gz", n)))
+		}()
+	}
 
+	allReady := watchReady(b, ns, &agentsv1beta1.SandboxList{}, n, func(o client.Object) bool {
+		c := findCondition(o.(*agentsv1beta1.Sandbox), agentsv1beta1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
 	before := writeCounts(b)
+	requestsBefore := requestCounts(b)
+	serverCPU := controlPlaneCPU(b)
 	start := time.Now()
 	parallelDo(50, n, func(i int) error {
 		return admin.Create(context.Background(), sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) {
 			sb.Spec.Service = ptr.To(true)
 		}))
 	})
-	for {
-		list := &agentsv1beta1.SandboxList{}
-		if err := admin.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-			b.Fatal(err)
-		}
-		ready := 0
-		for i := range list.Items {
-			if c := findCondition(&list.Items[i], agentsv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
-				ready++
-			}
-		}
-		if ready == n {
-			break
-		}
-		if time.Since(start) > 10*time.Minute {
-			b.Fatalf("%d of %d Ready after 10 minutes", ready, n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	r := convergeResult{seconds: time.Since(start).Seconds()}
+	end := awaitReady(b, allReady, n, "Sandboxes")
+	r := convergeResult{seconds: end.Sub(start).Seconds(), serverCPUSeconds: controlPlaneCPU(b) - serverCPU}
 	// Writes still in flight when the last status lands (events are sent asynchronously) are
 	// part of converging; wait for the API server to see them.
 	time.Sleep(2 * time.Second)
 	mid := writeCounts(b)
+	if profileDir != "" {
+		// Every request the API server served meanwhile (reads too, and the test's own), to
+		// see where its time goes.
+		after := requestCounts(b)
+		var lines []string
+		for k, v := range after {
+			if d := v - requestsBefore[k]; d > 0 {
+				lines = append(lines, fmt.Sprintf("%8.0f %s", d, k))
+			}
+		}
+		slices.Sort(lines)
+		if err := os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("requests-%d.txt", n)), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
 	r.writes, r.byKind = controllerWrites(before, mid)
 	r.writesNoEvents = r.writes - r.byKind["events POST"] - r.byKind["events PATCH"]
 	time.Sleep(steady)
 	r.steadyWrites, _ = controllerWrites(mid, writeCounts(b))
 	r.peakRSSMiB, r.cpuSeconds = procStats(b, cmd.Process.Pid)
+	r.phases = phases(b, ns)
 	return r
+}
+
+// phases says where a Sandbox's time to Ready went, from the timestamps the API server keeps
+// (whole seconds): Sandbox created → its Pod created (the controller), Pod created → Pod Ready
+// (the simulated kubelet), Pod Ready → Sandbox Ready (the controller), as median/90th/max.
+func phases(b *testing.B, ns string) string {
+	sandboxes := &agentsv1beta1.SandboxList{}
+	pods := &corev1.PodList{}
+	if err := admin.List(context.Background(), sandboxes, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	if err := admin.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	podOf := map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		podOf[pods.Items[i].Name] = &pods.Items[i]
+	}
+	var toPod, podReady, toReady []float64
+	for i := range sandboxes.Items {
+		sb := &sandboxes.Items[i]
+		pod, ready := podOf[sb.Name], findCondition(sb, agentsv1beta1.ConditionReady)
+		if pod == nil || ready == nil {
+			continue
+		}
+		var podReadyAt time.Time
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				podReadyAt = c.LastTransitionTime.Time
+			}
+		}
+		toPod = append(toPod, pod.CreationTimestamp.Sub(sb.CreationTimestamp.Time).Seconds())
+		podReady = append(podReady, podReadyAt.Sub(pod.CreationTimestamp.Time).Seconds())
+		toReady = append(toReady, ready.LastTransitionTime.Sub(podReadyAt).Seconds())
+	}
+	q := func(v []float64) string {
+		if len(v) == 0 {
+			return "-"
+		}
+		slices.Sort(v)
+		return fmt.Sprintf("%.0f/%.0f/%.0f s", v[len(v)/2], v[len(v)*9/10], v[len(v)-1])
+	}
+	return fmt.Sprintf("Sandbox→Pod created %s, Pod created→Ready %s, Pod Ready→Sandbox Ready %s (median/p90/max)", q(toPod), q(podReady), q(toReady))
 }
 
 // floorDirect creates n Pods and n Services straight away with 50 workers and waits for every
 // Pod to be Ready: what any controller has to wait for at least.
-func floorDirect(b *testing.B, n int) float64 {
+func floorDirect(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
 	ns := newNamespace(b)
+	allReady := watchReady(b, ns, &corev1.PodList{}, n, func(o client.Object) bool {
+		return len(o.(*corev1.Pod).Status.PodIPs) > 0
+	})
+	serverCPU := controlPlaneCPU(b)
 	start := time.Now()
 	parallelDo(50, n, func(i int) error {
 		sb := sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) })
@@ -149,22 +282,94 @@ func floorDirect(b *testing.B, n int) float64 {
 		}
 		return admin.Create(context.Background(), c.Service)
 	})
-	for {
-		pods := &corev1.PodList{}
-		if err := admin.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
-			b.Fatal(err)
+	end := awaitReady(b, allReady, n, "Pods")
+	return end.Sub(start).Seconds(), controlPlaneCPU(b) - serverCPU
+}
+
+// watchReady watches the objects of a namespace and sends the time at which n of them are ready.
+// Waiting by a watch costs the API server one stream; the list of all N objects every 100 ms it
+// replaces took a share of the 2 cores from the very convergence it measured. A watch the API
+// server closes (a busy test process reads too slowly) is started again from a new list.
+func watchReady(b *testing.B, ns string, list client.ObjectList, n int, ready func(client.Object) bool) <-chan time.Time {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	out := make(chan time.Time, 1)
+	readyNames := map[string]bool{}
+	start := func() (watch.Interface, error) {
+		if err := wc.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, err
 		}
-		ready := 0
-		for _, p := range pods.Items {
-			if len(p.Status.PodIPs) > 0 {
-				ready++
+		clear(readyNames)
+		if err := meta.EachListItem(list, func(o runtime.Object) error {
+			if obj := o.(client.Object); ready(obj) {
+				readyNames[obj.GetName()] = true
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		return wc.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
+	}
+	w, err := start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		defer close(out)
+		restarts := 0
+		defer func() {
+			if restarts > 0 {
+				b.Logf("the API server closed the watch of %T %d times (the test process read too slowly); each time it was listed and watched again", list, restarts)
+			}
+		}()
+		for {
+			for ev := range w.ResultChan() {
+				obj, ok := ev.Object.(client.Object)
+				if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+					continue
+				}
+				if ev.Type != watch.Deleted && ready(obj) {
+					readyNames[obj.GetName()] = true
+				} else {
+					delete(readyNames, obj.GetName())
+				}
+				if len(readyNames) == n {
+					break
+				}
+			}
+			w.Stop()
+			if len(readyNames) == n {
+				out <- time.Now()
+				return
+			}
+			restarts++
+			if w, err = start(); err != nil {
+				b.Logf("watching %T again: %v", list, err)
+				return
+			}
+			if len(readyNames) == n {
+				out <- time.Now()
+				return
 			}
 		}
-		if ready == n {
-			return time.Since(start).Seconds()
+	}()
+	return out
+}
+
+func awaitReady(b *testing.B, ready <-chan time.Time, n int, what string) time.Time {
+	select {
+	case t, ok := <-ready:
+		if !ok {
+			b.Fatalf("the watch of %s ended before %d were ready", what, n)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return t
+	case <-time.After(10 * time.Minute):
+		b.Fatalf("%d %s not ready after 10 minutes", n, what)
 	}
+	return time.Time{}
 }
 
 func parallelDo(workers, n int, f func(i int) error) {
@@ -197,6 +402,141 @@ func parallelDo(workers, n int, f func(i int) error) {
 	}
 }
 
+// requestCounts is apiserver_request_total by "resource[/subresource] VERB client", every verb.
+func requestCounts(b *testing.B) map[string]float64 {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndex(rest, "} ")
+		if i < 0 {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(rest[:i], ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			labels[k] = strings.Trim(v, `"`)
+		}
+		v, _ := strconv.ParseFloat(strings.TrimSpace(rest[i+2:]), 64)
+		res := labels["resource"]
+		if labels["subresource"] != "" {
+			res += "/" + labels["subresource"]
+		}
+		out[res+" "+labels["verb"]+" "+labels["code"]] += v
+	}
+	return out
+}
+
+// freeAddr is a loopback address with a port nobody listens on.
+func freeAddr(b testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// profileAtPeak polls the process's resident set and saves a heap profile to path each time it
+// reaches a new high, until the returned stop is called.
+func profileAtPeak(b *testing.B, pid int, addr, path string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var high float64
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			// Each profile costs the controller an allocation or two MiB: not at every step.
+			if rss := currentRSSMiB(pid); rss > high+3 {
+				high = rss
+				saveHeapProfile(b, addr, path)
+				if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+					_ = os.WriteFile(strings.TrimSuffix(path, ".pb.gz")+".status", status, 0o644)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func saveHeapProfile(b *testing.B, addr, path string) { saveProfile(b, addr, "heap", path) }
+
+func saveProfile(b *testing.B, addr, profile, path string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + profile)
+	if err != nil {
+		b.Logf("heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		b.Logf("heap profile: %v", err)
+	}
+}
+
+// currentRSSMiB is the process's resident set now (VmRSS), 0 if unreadable.
+func currentRSSMiB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// controlPlaneCPU is the CPU time (user + system) kube-apiserver and etcd, children of this
+// test process, have used so far.
+func controlPlaneCPU(b *testing.B) float64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		name := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if ppid, _ := strconv.Atoi(fields[1]); ppid != os.Getpid() || (name != "kube-apiserver" && name != "etcd") {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(fields[11], 64)
+		st, _ := strconv.ParseFloat(fields[12], 64)
+		total += (ut + st) / 100
+	}
+	return total
+}
+
 // procStats reads a process's peak resident set (VmHWM) and CPU time (user + system).
 func procStats(b *testing.B, pid int) (rssMiB, cpuSeconds float64) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
@@ -222,7 +562,7 @@ func procStats(b *testing.B, pid int) (rssMiB, cpuSeconds float64) {
 	return rssMiB, (ut + st) / 100 // USER_HZ is 100 on Linux
 }
 
-func buildController(b *testing.B) string {
+func buildController(b testing.TB) string {
 	out := filepath.Join(b.TempDir(), "sandbox-controller")
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/sandbox-controller")
 	cmd.Dir = testenv.RepoRoot()

@@ -97,6 +97,48 @@ func TestForeignManagerOverwriteRestored(t *testing.T) {
 	})
 }
 
+// TestForeignChildNotTakenOver: an object of a child's name that someone else made (no
+// name-hash label, so not in the controller's cache) is found by the controller's read from the
+// API server before it creates, and is neither applied to nor adopted: the Sandbox reports it.
+func TestForeignChildNotTakenOver(t *testing.T) {
+	cases := map[string]struct {
+		foreign client.Object
+		want    string // in the Ready condition's message
+	}{
+		"Pod": {
+			foreign: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "box", Labels: map[string]string{"team": "other"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}},
+			want: `cannot adopt unowned pod "box"`,
+		},
+		"Service": {
+			foreign: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "box", Labels: map[string]string{"team": "other"}},
+				Spec: corev1.ServiceSpec{Selector: map[string]string{"team": "other"}, Ports: []corev1.ServicePort{{Port: 80}}}},
+			want: `cannot adopt unowned service "box"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ns := newNamespace(t)
+			tc.foreign.SetNamespace(ns)
+			create(t, tc.foreign)
+			startController(t, ns, controller.Options{})
+			create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
+			sb := waitReady(t, ns, "box", metav1.ConditionFalse, agentsv1beta1.ReasonReconcilerError)
+			if c := findCondition(sb, agentsv1beta1.ConditionReady); !strings.Contains(c.Message, tc.want) {
+				t.Errorf("Ready message %q does not say %q", c.Message, tc.want)
+			}
+			got := tc.foreign.DeepCopyObject().(client.Object)
+			if err := get(ns, "box", got); err != nil {
+				t.Fatal(err)
+			}
+			if got.GetUID() != tc.foreign.GetUID() || appliedBy(got, controller.FieldManager) ||
+				len(got.GetOwnerReferences()) > 0 || got.GetLabels()[agentsv1beta1.SandboxNameHashLabel] != "" {
+				t.Errorf("the foreign %s was taken over: managers %v, owners %v, labels %v", name, managers(got), got.GetOwnerReferences(), got.GetLabels())
+			}
+		})
+	}
+}
+
 // TestRestartWritesNothing: a controller started on a converged namespace sends zero write
 // requests (counted by the API server) and creates no duplicates.
 func TestRestartWritesNothing(t *testing.T) {

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,16 +33,19 @@ import (
 type SandboxReconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
-	// APIReader reads from the API server; used only to confirm that an object the cache does
-	// not have is really absent before creating it.
+	// APIReader reads from the API server: objects the cache does not show that a create found
+	// (or may find) in the way, and an object a scoped intent is sent to (see applier.reader).
 	APIReader client.Reader
 	Events    *eventSink
 	Render    render.Options
 	// Now is the clock; time.Now when nil. Time enters render only as this value.
 	Now func() time.Time
+
+	recent  recentCreates
+	applies *applyTransport
 }
 
-// Reconcile runs one pass over a Sandbox: read, plan, confirm creates, apply and prune, status.
+// Reconcile runs one pass over a Sandbox: read, plan, apply and prune, status.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sb := &agentsv1beta1.Sandbox{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
@@ -54,18 +59,24 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 	obs, live := r.observe(ctx, sb)
 	plan := render.PlanSandbox(sb, obs, now, r.Render)
-	if found, err := r.confirmAbsent(ctx, sb, plan); err != nil {
+	// Creates carry a precondition that refuses them if the object exists (see createOnly), so
+	// only the children this controller created a moment ago, which the cache may not show
+	// yet, are read from the API server first: re-sending their creates would be refused writes.
+	plan, err := r.confirm(ctx, sb, plan, &obs, live, now, func(key string) bool { return r.recent.has(key, now.Time) })
+	if err != nil {
 		return ctrl.Result{}, err
-	} else if len(found) > 0 {
-		// The cache had not seen objects that exist: plan again with them.
-		for _, obj := range found {
-			addObserved(&obs, live, obj)
-		}
-		plan = render.PlanSandbox(sb, obs, now, r.Render)
 	}
-
-	done, err := r.execute(ctx, sb, plan, live)
-	r.Events.applied(sb, done)
+	wrote, err := r.execute(ctx, sb, plan, live)
+	if exists := (*existsError)(nil); errors.As(err, &exists) {
+		// An object of a child's name exists that the cache does not show: someone else's (not
+		// labelled), or one just made. Read every object the plan creates and plan again, once.
+		if plan, err = r.confirm(ctx, sb, plan, &obs, live, now, nil); err == nil {
+			var more []done
+			more, err = r.execute(ctx, sb, plan, live)
+			wrote = append(wrote, more...)
+		}
+	}
+	r.Events.applied(sb, wrote)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -74,7 +85,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if plan.Status == nil {
 		return result, nil
 	}
-	if len(done) > 0 {
+	if len(wrote) > 0 {
 		// Our own writes come back as watch events and start the next pass, which computes the
 		// status from the objects as the API server has them: one status write instead of two.
 		// The requeue is only a safety net should no event come.
@@ -124,24 +135,28 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *agentsv1beta1.Sandb
 		p := &pods.Items[i]
 		obs.Pods = append(obs.Pods, p)
 		live[key("Pod", p.Name)] = p
+		r.recent.seen(childKey(sb.Namespace, "Pod", p.Name))
 	}
 
 	svc := &corev1.Service{}
 	if r.getCached(ctx, sb.Namespace, sb.Name, svc) {
 		obs.Service = svc
 		live[key("Service", svc.Name)] = svc
+		r.recent.seen(childKey(sb.Namespace, "Service", svc.Name))
 	}
 	for _, vct := range sb.Spec.VolumeClaimTemplates {
 		pvc := &corev1.PersistentVolumeClaim{}
 		if r.getCached(ctx, sb.Namespace, render.PVCName(vct.Name, sb.Name), pvc) {
 			obs.PVCs = append(obs.PVCs, pvc)
 			live[key("PersistentVolumeClaim", pvc.Name)] = pvc
+			r.recent.seen(childKey(sb.Namespace, "PersistentVolumeClaim", pvc.Name))
 		}
 	}
 	np := &networkingv1.NetworkPolicy{}
 	if r.getCached(ctx, sb.Namespace, render.StandaloneNetworkPolicyName(sb.Name), np) {
 		obs.NetworkPolicy = np
 		live[key("NetworkPolicy", np.Name)] = np
+		r.recent.seen(childKey(sb.Namespace, "NetworkPolicy", np.Name))
 	}
 	return obs, live
 }
@@ -154,14 +169,13 @@ func (r *SandboxReconciler) getCached(ctx context.Context, ns, name string, obj 
 	return err == nil
 }
 
-// confirmAbsent asks the API server for every object the plan creates. The cache only holds
-// children that carry the name-hash label and can lag behind our own writes; creating over an
-// object it does not show would take over someone else's object, or send a write that changes
-// nothing. It returns the objects that do exist.
-func (r *SandboxReconciler) confirmAbsent(ctx context.Context, sb *agentsv1beta1.Sandbox, plan *render.SandboxPlan) ([]client.Object, error) {
-	var found []client.Object
+// confirm reads from the API server the objects the plan creates (those for which only says
+// so, all when only is nil) and, if any exist, plans again with them. The cache holds only
+// children that carry the name-hash label and lags behind writes.
+func (r *SandboxReconciler) confirm(ctx context.Context, sb *agentsv1beta1.Sandbox, plan *render.SandboxPlan, obs *render.ObservedChildren, live liveChildren, now metav1.Time, only func(key string) bool) (*render.SandboxPlan, error) {
+	found := false
 	for _, s := range plan.Steps {
-		if s.Action != render.ActionCreate {
+		if s.Action != render.ActionCreate || (only != nil && !only(childKey(sb.Namespace, s.Kind, s.Name))) {
 			continue
 		}
 		obj := newChild(s.Kind)
@@ -169,12 +183,61 @@ func (r *SandboxReconciler) confirmAbsent(ctx context.Context, sb *agentsv1beta1
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, fmt.Errorf("confirming that %s %q does not exist: %w", s.Kind, s.Name, err)
+			return nil, fmt.Errorf("reading %s %q: %w", s.Kind, s.Name, err)
 		default:
-			found = append(found, obj)
+			addObserved(obs, live, obj)
+			found = true
 		}
 	}
-	return found, nil
+	if !found {
+		return plan, nil
+	}
+	return render.PlanSandbox(sb, *obs, now, r.Render), nil
+}
+
+// recentCreates are the children this controller created that its cache may not show yet: a
+// pass that plans to create one of them again reads it from the API server first rather than
+// send a create the API server would refuse. A child leaves the set when the cache shows it, or
+// after a minute.
+type recentCreates struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+const recentCreateWindow = time.Minute
+
+func childKey(ns, kind, name string) string { return ns + "/" + kind + "/" + name }
+
+func (c *recentCreates) add(key string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at == nil {
+		c.at = map[string]time.Time{}
+	}
+	if len(c.at) >= 1024 && len(c.at)%1024 == 0 {
+		// Children the cache never showed (deleted at once, their Sandbox gone) age out here.
+		for k, t := range c.at {
+			if now.Sub(t) > recentCreateWindow {
+				delete(c.at, k)
+			}
+		}
+	}
+	c.at[key] = now
+}
+
+// has reports whether key was created within the window before now and not yet seen in the
+// cache.
+func (c *recentCreates) has(key string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.at[key]
+	return ok && now.Sub(t) <= recentCreateWindow
+}
+
+func (c *recentCreates) seen(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.at, key)
 }
 
 // addObserved adds an object read from the API server to what was observed.
@@ -215,7 +278,7 @@ func newChild(kind string) client.Object {
 // execute carries out the plan's steps in order and returns the ones that wrote something. The
 // first failure stops the pass (the next one starts from what the API server then has).
 func (r *SandboxReconciler) execute(ctx context.Context, sb *agentsv1beta1.Sandbox, plan *render.SandboxPlan, live liveChildren) ([]done, error) {
-	a := applier{client: r.Client}
+	a := applier{client: r.Client, reader: r.APIReader, applies: r.applies}
 	var out []done
 	for _, s := range plan.Steps {
 		var outcome Outcome
@@ -234,6 +297,9 @@ func (r *SandboxReconciler) execute(ctx context.Context, sb *agentsv1beta1.Sandb
 		}
 		if err != nil {
 			return out, err
+		}
+		if outcome == Created {
+			r.recent.add(childKey(sb.Namespace, s.Kind, s.Name), r.now())
 		}
 		if outcome != Unchanged {
 			out = append(out, done{step: s, outcome: outcome})

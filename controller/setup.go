@@ -56,8 +56,9 @@ const nameHashIndex = "sandboxNameHash"
 
 // CacheOptions keeps the cache small: only Pods, Services and PVCs that carry the
 // sandbox-name-hash label (the children the render makes), and of every child's managedFields
-// only this controller's own entries, which is all the applier reads. Sandboxes and templates
-// are cached without managedFields.
+// only this controller's own entries, which is all the applier reads. Of a Pod only the part a
+// pass reads is cached (render.ObservedPod: no spec but its node, no container statuses): its
+// spec is never updated. Sandboxes and templates are cached without managedFields.
 func CacheOptions(opts Options) cache.Options {
 	labelled, _ := labels.NewRequirement(agentsv1beta1.SandboxNameHashLabel, selection.Exists, nil)
 	// Reads hand out the cached objects themselves, not copies: the reconcilers never modify
@@ -65,6 +66,8 @@ func CacheOptions(opts Options) cache.Options {
 	// pass was most of the controller's allocations.
 	shared := ptr.To(true)
 	children := cache.ByObject{Label: labels.NewSelector().Add(*labelled), Transform: keepOwnManagedFields, UnsafeDisableDeepCopy: shared}
+	pods := children
+	pods.Transform = observedPod
 	var namespaces map[string]cache.Config
 	if len(opts.Namespaces) > 0 {
 		namespaces = map[string]cache.Config{}
@@ -75,7 +78,7 @@ func CacheOptions(opts Options) cache.Options {
 	return cache.Options{
 		DefaultNamespaces: namespaces,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:                   children,
+			&corev1.Pod{}:                   pods,
 			&corev1.Service{}:               children,
 			&corev1.PersistentVolumeClaim{}: children,
 			// Template policies carry no labels, so every NetworkPolicy is cached (few exist).
@@ -86,6 +89,19 @@ func CacheOptions(opts Options) cache.Options {
 			&extv1beta1.SandboxWarmPool{}: {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
 		},
 	}
+}
+
+// observedPod is the cache's transform of Pods: the part render.ObservedPod keeps, with only
+// this controller's managedFields.
+func observedPod(in any) (any, error) {
+	pod, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil // a tombstone: its object was transformed when it was cached
+	}
+	if _, err := keepOwnManagedFields(pod); err != nil {
+		return nil, err
+	}
+	return render.ObservedPod(pod), nil
 }
 
 func keepOwnManagedFields(in any) (any, error) {
@@ -116,12 +132,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return def
 	}
 
+	applies := newApplyTransport(mgr)
 	if opts.runs("sandbox") {
-		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
+		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, applies: applies}
 		toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandbox").
 			For(&agentsv1beta1.Sandbox{}).
+			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandbox", agentsv1beta1.GroupVersion.Group, agentsv1beta1.SandboxKind)).
 			Watches(&corev1.Pod{}, toSandbox).
 			Watches(&corev1.Service{}, toSandbox).
 			Watches(&corev1.PersistentVolumeClaim{}, toSandbox).
@@ -133,10 +151,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 
 	if opts.runs("sandboxtemplate") {
-		templates := &TemplateReconciler{Client: mgr.GetClient(), Events: events, Render: opts.Render}
+		templates := &TemplateReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, applies: applies}
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandboxtemplate").
 			For(&extv1beta1.SandboxTemplate{}).
+			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxtemplate", extv1beta1.GroupVersion.Group, extv1beta1.SandboxTemplateKind)).
 			Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(templateOfPolicy)).
 			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.TemplateWorkers, 1)}).
 			Complete(templates); err != nil {
@@ -153,6 +172,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandboxclaim").
 			For(&extv1beta1.SandboxClaim{}).
+			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxclaim", extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind)).
 			Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(controllerOfKind(extv1beta1.SandboxClaimKind))).
 			Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(claimsOfPool(c)),
 				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -168,6 +188,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandboxwarmpool").
 			For(&extv1beta1.SandboxWarmPool{}).
+			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxwarmpool", extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind)).
 			Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(poolOfMember(c))).
 			Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(poolsOfTemplate(c))).
 			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.PoolWorkers, 1)}).

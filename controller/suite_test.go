@@ -229,6 +229,7 @@ func startControllerIn(t testing.TB, namespaces []string, opts controller.Option
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  controller.CacheOptions(opts),
+		MapperProvider:         controller.NewRESTMapper,
 		// Every test starts its own manager in this one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

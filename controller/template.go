@@ -20,8 +20,11 @@ import (
 // nothing into the template itself (upstream's self-label is a deliberate deviation).
 type TemplateReconciler struct {
 	Client client.Client
-	Events *eventSink
-	Render render.Options
+	// APIReader reads from the API server (see applier.reader).
+	APIReader client.Reader
+	Events    *eventSink
+	Render    render.Options
+	applies   *applyTransport
 }
 
 // Reconcile runs one pass over a template: read, decide, apply or prune.
@@ -50,7 +53,7 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if step == nil {
 		return ctrl.Result{}, nil
 	}
-	a := applier{client: r.Client}
+	a := applier{client: r.Client, reader: r.APIReader, applies: r.applies}
 	var outcome Outcome
 	if step.Action == render.ActionDelete {
 		outcome, err = a.delete(ctx, have)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -307,7 +308,18 @@ func planFunc(cfg caseConfig) renderFunc {
 			return nil
 		}
 		for _, sb := range b.Sandboxes {
-			plan := render.PlanSandbox(sb, observe(sb, observed), *cfg.Now, opts)
+			obs := observe(sb, observed)
+			plan := render.PlanSandbox(sb, obs, *cfg.Now, opts)
+			// The controller caches only render.ObservedPod's part of a Pod: the plan must not
+			// depend on the rest.
+			part := obs
+			part.Pods = nil
+			for _, p := range obs.Pods {
+				part.Pods = append(part.Pods, render.ObservedPod(p))
+			}
+			if diff := cmp.Diff(plan, render.PlanSandbox(sb, part, *cfg.Now, opts), cmpopts.IgnoreFields(render.SandboxPlan{}, "Pod")); diff != "" {
+				return nil, fmt.Errorf("Sandbox %s: the plan differs on render.ObservedPod's part of its Pods (-whole +part):\n%s", sb.Name, diff)
+			}
 			if err := add("SandboxPlan", sb.Namespace, sb.Name, plan); err != nil {
 				return nil, err
 			}

@@ -162,53 +162,6 @@ func TestBadItems(t *testing.T) {
 	}
 }
 
-// TestConfigFieldErrors: functionConfig errors name the field, the value written and the type
-// expected.
-func TestConfigFieldErrors(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		spec   string
-		want   string
-	}{
-		"BoolAsString": {
-			reason: `restricted: "yes" said "functionConfig: unrecognized type: bool" (no field, type backwards)`,
-			spec:   `policies: {packs: {restricted: "yes"}}`,
-			want:   `spec.policies.packs.restricted: Invalid value: "yes": must be a boolean (true or false)`,
-		},
-		"ListAsString": {
-			reason: "a string where a list is expected",
-			spec:   `allowedLabelDomains: example.com`,
-			want:   `spec.allowedLabelDomains: Invalid value: "example.com": must be a list`,
-		},
-		"BadClusterDomain": {
-			reason: `clusterDomain: "bad domain!" was accepted`,
-			spec:   `clusterDomain: "bad domain!"`,
-			want:   `spec.clusterDomain: Invalid value: "bad domain!"`,
-		},
-		"UnknownField": {
-			reason: "a misspelt knob",
-			spec:   `clusterDomian: example.com`,
-			want:   `spec.clusterDomian`,
-		},
-		"NegativeLimit": {
-			reason: "a pool limit below 0",
-			spec:   `maxPoolReplicas: -1`,
-			want:   `spec.maxPoolReplicas: Invalid value: -1`,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := ParseConfig([]byte("apiVersion: " + APIVersion + "\nkind: " + Kind + "\nspec:\n  " + tc.spec + "\n"))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%s\nParseConfig error = %v\nwant one containing %q", tc.reason, err, tc.want)
-			}
-			if err != nil && (strings.Contains(err.Error(), "%!") || strings.Contains(err.Error(), "interface {}")) {
-				t.Errorf("%s\nGo internals in the message: %v", tc.reason, err)
-			}
-		})
-	}
-}
-
 // TestPassThroughWithHeadComment: an item whose comment starts on its "- " line was re-encoded
 // (comment spacing changed); it passes through byte for byte.
 func TestPassThroughWithHeadComment(t *testing.T) {

@@ -24,7 +24,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
-	"github.com/sandbox-gitops/sandbox-gitops/krm"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 const usage = `sandbox-controller applies the children of agent-sandbox Sandboxes and SandboxTemplates
@@ -55,6 +55,7 @@ func main() {
 
 type flags struct {
 	metricsAddr, probeAddr     string
+	pprofAddr                  string
 	leaderElect                bool
 	leaderElectionNamespace    string
 	renderConfig               string
@@ -80,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	config.RegisterFlags(fs)
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; 0 disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to; 0 disables them")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address Go's /debug/pprof profiles bind to, for diagnosing memory and CPU; 0 (the default) disables them")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader (a Lease) so only one replica reconciles at a time")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the namespace the controller runs in)")
 	fs.StringVar(&f.renderConfig, "render-config", "", "a SandboxRender functionConfig file (the one the KRM function uses) with the render options")
@@ -136,7 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 			return nil, nil, fmt.Errorf("reading --render-config: %w", err)
 		}
 	}
-	cfg, err := krm.ParseConfig(data)
+	cfg, err := renderconfig.Parse(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--render-config %s: %w", f.renderConfig, err)
 	}
@@ -216,11 +218,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		Scheme:                  scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:  f.probeAddr,
+		PprofBindAddress:        f.pprofAddr,
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        "sandbox-gitops-controller",
 		LeaderElectionNamespace: f.leaderElectionNamespace,
-		Cache:                   controller.CacheOptions(*opts),
-		WebhookServer:           webhookServer,
+		// The process ends as soon as the manager stops, so the Lease can be given up then: a
+		// stopped replica hands over at once instead of after the lease duration.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controller.CacheOptions(*opts),
+		MapperProvider:                controller.NewRESTMapper,
+		WebhookServer:                 webhookServer,
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")

@@ -1,4 +1,15 @@
-package manifest
+// Package yamlread is the one YAML reader (manifest re-exports it). render, validate, build, the
+// KRM function and the controller's --render-config all read YAML here, the way
+// kustomize reads it (kyaml, YAML 1.2 on go.yaml.in/yaml/v3): `yes`, `on` and `y` are strings,
+// `0o17` is an octal integer, a duplicate mapping key is an error naming the key and both lines.
+// Before it, the CLI read YAML 1.1 through sigs.k8s.io/yaml (a ConfigMap's `flag: yes` became
+// `true`, a duplicate key silently kept the last value) while the function read YAML 1.2 and
+// refused duplicates: the same bytes meant different things in review and in the build.
+//
+// The conversion from nodes to values is our own and linear: yaml.v3's decoder checks duplicate
+// keys by comparing every key of a mapping with every other (53 s for a ConfigMap with 100,000
+// keys); here each mapping keeps a set of its keys.
+package yamlread
 
 import (
 	"bytes"
@@ -13,17 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
-
-// The one YAML reader. render, validate, build and the KRM function all read YAML here, the way
-// kustomize reads it (kyaml, YAML 1.2 on go.yaml.in/yaml/v3): `yes`, `on` and `y` are strings,
-// `0o17` is an octal integer, a duplicate mapping key is an error naming the key and both lines.
-// Before it, the CLI read YAML 1.1 through sigs.k8s.io/yaml (a ConfigMap's `flag: yes` became
-// `true`, a duplicate key silently kept the last value) while the function read YAML 1.2 and
-// refused duplicates: the same bytes meant different things in review and in the build.
-//
-// The conversion from nodes to values is our own and linear: yaml.v3's decoder checks duplicate
-// keys by comparing every key of a mapping with every other (53 s for a ConfigMap with 100,000
-// keys); here each mapping keeps a set of its keys.
 
 // Node is one document of a YAML stream, parsed but not yet converted.
 type Node struct {
@@ -276,14 +276,14 @@ func checkObject(obj map[string]any) string {
 	for _, k := range []string{"apiVersion", "kind"} {
 		s, isString := obj[k].(string)
 		if !isString || s == "" {
-			return fmt.Sprintf("every object needs apiVersion and kind (strings); %s is %s", k, describeValue(obj[k]))
+			return fmt.Sprintf("every object needs apiVersion and kind (strings); %s is %s", k, DescribeValue(obj[k]))
 		}
 	}
 	// Every Kubernetes object's metadata is an ObjectMeta; anything else would be refused by any
 	// API server (and trips up tools that read annotations).
 	if md, present := obj["metadata"]; present && md != nil {
 		if _, isMap := md.(map[string]any); !isMap {
-			return fmt.Sprintf("metadata must be a mapping (name, namespace, labels, ...), not %s", describeValue(md))
+			return fmt.Sprintf("metadata must be a mapping (name, namespace, labels, ...), not %s", DescribeValue(md))
 		}
 	}
 	return ""
@@ -473,7 +473,9 @@ func describeNode(n *kyaml.Node) string {
 	return fmt.Sprintf("the value %q", n.Value)
 }
 
-func describeValue(v any) string {
+// DescribeValue says what a value read from YAML is, for messages ("the string \"x\"", "a
+// list", ...).
+func DescribeValue(v any) string {
 	switch t := v.(type) {
 	case nil:
 		return "missing"
