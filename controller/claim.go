@@ -338,7 +338,11 @@ func (r *ClaimReconciler) createCold(ctx context.Context, claim *extv1beta1.Sand
 	case metav1.GetControllerOfNoCopy(existing) != nil || existing.Labels[agentsv1beta1.SandboxLaunchTypeLabel] != agentsv1beta1.SandboxLaunchTypeCold:
 		return nil, &notControlledError{sandbox: claim.Name, claim: claim.Name}
 	}
-	sb, err := applySandbox(ctx, r.Client, intent, existing.ResourceVersion)
+	rv := existing.ResourceVersion
+	if rv == "" {
+		rv = createOnly
+	}
+	sb, err := applySandbox(ctx, r.Client, intent, rv)
 	if err != nil {
 		return nil, err
 	}

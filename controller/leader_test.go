@@ -76,7 +76,7 @@ func startReplica(t *testing.T, bin, kubeconfig, ns string) *replica {
 	r := &replica{metrics: freeAddr(t), exited: make(chan error, 1)}
 	r.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--namespaces", ns,
 		"--leader-elect", "--leader-election-namespace", "sandbox-gitops-system",
-		"--metrics-bind-address", r.metrics, "--health-probe-bind-address", "0", "--zap-log-level", "error")
+		"--metrics-bind-address", r.metrics, "--health-probe-bind-address", "0", "--enable-webhook=false", "--zap-log-level", "error")
 	r.cmd.Stderr = os.Stderr
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -119,11 +119,16 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	err := parallel(len(plan.Create), func(i int) error {
 		sb := plan.Create[i]
 		r.inFlight.expectCreate(key, sb.Name, now)
-		if _, err := applySandbox(ctx, r.Client, sb, ""); err != nil {
+		// Create only: a name the cache did not show as taken is never applied over (it could be
+		// a member a claim has just adopted).
+		_, err := applySandbox(ctx, r.Client, sb, createOnly)
+		if err != nil {
 			r.inFlight.forgetName(key, sb.Name)
-			return err
 		}
-		return nil
+		if apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
 	})
 	for _, sb := range plan.Create {
 		created = append(created, fmt.Sprintf("%q", sb.Name))
