@@ -405,7 +405,7 @@ var controllerResources = map[string]bool{
 	"persistentvolumeclaims PATCH": true, "persistentvolumeclaims APPLY": true, "persistentvolumeclaims POST": true,
 	"networkpolicies PATCH": true, "networkpolicies APPLY": true, "networkpolicies DELETE": true, "networkpolicies POST": true,
 	"sandboxes/status PATCH": true, "sandboxes/status PUT": true, "sandboxes/status APPLY": true, "sandboxes PATCH": true, "sandboxes DELETE": true,
-	"sandboxes APPLY": true,
+	"sandboxes APPLY":            true,
 	"sandboxclaims/status PATCH": true, "sandboxclaims DELETE": true, "sandboxwarmpools/status PATCH": true,
 	"events POST": true, "events PATCH": true,
 }
