@@ -171,7 +171,14 @@ func Decode(objs []*unstructured.Unstructured) (*Bundle, error) {
 		}
 	}
 	if len(bad) > 0 {
-		sort.SliceStable(bad, func(i, j int) bool { return bad[i].Object() < bad[j].Object() })
+		// By object, then by message: two invalid objects of one name (in different apiVersions)
+		// are reported in the same order whatever the input order.
+		sort.SliceStable(bad, func(i, j int) bool {
+			if oi, oj := bad[i].Object(), bad[j].Object(); oi != oj {
+				return oi < oj
+			}
+			return bad[i].Error() < bad[j].Error()
+		})
 		return nil, bad
 	}
 	return b, nil
