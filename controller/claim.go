@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -231,10 +229,7 @@ func (r *ClaimReconciler) getCached(ctx context.Context, ns, name string, obj cl
 // one, else a cold one. A positive wait means a member is about to become adoptable.
 func (r *ClaimReconciler) acquire(ctx context.Context, claim *extv1beta1.SandboxClaim, cp render.ClaimPool, now time.Time) (sb *agentsv1beta1.Sandbox, launch string, wait time.Duration, cerr *render.ClaimError, err error) {
 	cold, cerr := render.ClaimSandbox(claim, cp, r.Render)
-	if cerr != nil && (cerr.Reason != render.ReasonTemplateNotFound || len(claim.Spec.AdditionalPodMetadata.Labels)+len(claim.Spec.AdditionalPodMetadata.Annotations) > 0) {
-		return nil, "", 0, cerr, nil
-	}
-	if !render.ClaimNeedsColdStart(claim) && cp.Pool != nil && cp.Pool.UID != "" {
+	if render.ClaimTriesWarm(claim, cp, cerr) {
 		members := &agentsv1beta1.SandboxList{}
 		if err := r.Client.List(ctx, members, client.InNamespace(claim.Namespace), client.MatchingFields{warmPoolIndex: render.NameHash(cp.Pool.Name)}); err != nil {
 			return nil, "", 0, nil, err
@@ -259,14 +254,10 @@ func (r *ClaimReconciler) acquire(ctx context.Context, claim *extv1beta1.Sandbox
 		}
 	}
 	if cerr != nil {
-		// The template is missing: no cold start.
 		return nil, "", 0, cerr, nil
 	}
-	sb, err = r.createCold(ctx, claim, cold)
-	if nc := (*notControlledError)(nil); errors.As(err, &nc) {
-		return nil, "", 0, &render.ClaimError{Reason: render.ReasonReconcilerError, Err: nc.Error(), Field: field.NewPath("metadata", "name"), Value: claim.Name}, nil
-	}
-	return sb, agentsv1beta1.SandboxLaunchTypeCold, 0, nil, err
+	sb, cerr, err = r.createCold(ctx, claim, cold)
+	return sb, agentsv1beta1.SandboxLaunchTypeCold, 0, cerr, err
 }
 
 // adopt takes one pool member for the claim: render.AdoptWarmSandbox's object applied on the
@@ -325,37 +316,28 @@ func notYetSeen[T client.Object](from *sync.Map, objs []T) []T {
 	return out
 }
 
-// createCold creates the claim's own Sandbox. A Sandbox of the claim's name that someone else
-// controls is upstream's "not controlled by claim" error; an unowned one the render made (an
-// earlier GitOps sync of the same claim) is taken over.
-func (r *ClaimReconciler) createCold(ctx context.Context, claim *extv1beta1.SandboxClaim, intent *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, error) {
+// createCold creates the claim's own Sandbox, or applies over an existing one of its name only
+// when render.ClaimCanTakeOver says so.
+func (r *ClaimReconciler) createCold(ctx context.Context, claim *extv1beta1.SandboxClaim, intent *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, *render.ClaimError, error) {
 	existing := &agentsv1beta1.Sandbox{}
+	rv := createOnly
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}, existing)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return nil, err
-	case metav1.GetControllerOfNoCopy(existing) != nil || existing.Labels[agentsv1beta1.SandboxLaunchTypeLabel] != agentsv1beta1.SandboxLaunchTypeCold:
-		return nil, &notControlledError{sandbox: claim.Name, claim: claim.Name}
-	}
-	rv := existing.ResourceVersion
-	if rv == "" {
-		rv = createOnly
+		return nil, nil, err
+	case !render.ClaimCanTakeOver(existing):
+		return nil, render.ClaimNotControlledError(claim), nil
+	default:
+		rv = existing.ResourceVersion
 	}
 	sb, err := applySandbox(ctx, r.Client, intent, rv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.claimed.Store(claim.UID, sb.Name)
 	r.Events.normal(claim, "SandboxProvisioned", fmt.Sprintf("Created Sandbox %q", sb.Name))
-	return sb, nil
-}
-
-// notControlledError is upstream's message for a claim whose name is taken by another Sandbox.
-type notControlledError struct{ sandbox, claim string }
-
-func (e *notControlledError) Error() string {
-	return fmt.Sprintf("sandbox %q is not controlled by claim %q. Please use a different claim name or delete the sandbox manually", e.sandbox, e.claim)
+	return sb, nil, nil
 }
 
 // resync keeps a claimed Sandbox's metadata as render.ClaimSandboxMetadata computes it from the

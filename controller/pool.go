@@ -139,6 +139,10 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if len(deleted) > 0 {
 		r.Events.normal(pool, "Deleted", "Deleted Sandboxes "+strings.Join(deleted, ", "))
 	}
+	if plan.LimitedTo > 0 && pool.Status.Replicas < plan.LimitedTo {
+		// Said while the pool grows to the limit, not on every pass after.
+		r.Events.warning(pool, "ReplicasOverLimit", fmt.Sprintf("spec.replicas %d is more than the limit of %d members per pool; kept at the limit (raise it with the render config's spec.maxPoolReplicas)", render.Replicas(pool), plan.LimitedTo))
+	}
 	if len(plan.Held) > 0 {
 		r.Events.warning(pool, "WarmPoolNotProgressing", fmt.Sprintf("Sandbox %q is not Ready after %v and its Pod cannot be scheduled; kept", plan.Held[0].Name, render.PoolReadinessGrace))
 	}

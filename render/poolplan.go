@@ -63,6 +63,10 @@ type PoolPlan struct {
 	// Held are not-Ready members past the grace period kept because their Pod cannot be
 	// scheduled (upstream's WarmPoolNotProgressing).
 	Held []*agentsv1beta1.Sandbox
+	// LimitedTo is Options.MaxPoolReplicas when spec.replicas asks for more: the pool is kept at
+	// that limit (the render refuses such a pool; a controller cannot refuse an object that
+	// already exists, so it says so instead). Zero when the pool is within the limit.
+	LimitedTo int32
 	// RequeueAfter is the earliest grace deadline of a not-Ready member, or the recheck of a held
 	// one; zero when nothing waits on time.
 	RequeueAfter time.Duration
@@ -128,6 +132,7 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, obs PoolObservation, now time.Ti
 	desired := int(Replicas(pool))
 	if limit := int(opts.maxPoolReplicas()); desired > limit {
 		desired = limit
+		plan.LimitedTo = int32(limit)
 	}
 	switch have := len(active) + obs.InFlightCreates; {
 	case have+terminating < desired && haveTemplate:

@@ -71,6 +71,7 @@ func TestPlanPool(t *testing.T) {
 	recreate := testPool(2, extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType)
 	names := PoolMemberNames("ns", "pool", 4, nil)
 	type summary struct {
+		LimitedTo    int32
 		Create       []string
 		Adopt        []string
 		Delete       []string
@@ -84,6 +85,7 @@ func TestPlanPool(t *testing.T) {
 	cases := map[string]struct {
 		pool *extv1beta1.SandboxWarmPool
 		obs  PoolObservation
+		opts Options
 		want summary
 	}{
 		"empty pool fills with the render's names": {
@@ -150,6 +152,11 @@ func TestPlanPool(t *testing.T) {
 				member(onReplenish, tpl, names[0], time.Minute, ready, orphaned), member(onReplenish, newTpl, "stale", time.Minute, ready, orphaned)}},
 			want: summary{Adopt: []string{names[0]}, Delete: []string{"stale " + DeleteStaleOrphan}, Status: status(1, 1)},
 		},
+		"over the per-pool limit: kept at the limit, and said": {
+			pool: testPool(3, ""), obs: PoolObservation{Template: tpl},
+			opts: Options{MaxPoolReplicas: 2},
+			want: summary{LimitedTo: 2, Create: names[:2], Status: status(0, 0)},
+		},
 		"members of another owner are not the pool's": {
 			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready, func(sb *agentsv1beta1.Sandbox) { sb.OwnerReferences[0].Name = "other" })}},
@@ -159,8 +166,8 @@ func TestPlanPool(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			for run := range 2 {
-				plan := PlanPool(tc.pool, tc.obs, planNow, Options{})
-				var got summary
+				plan := PlanPool(tc.pool, tc.obs, planNow, tc.opts)
+				got := summary{LimitedTo: plan.LimitedTo}
 				for _, sb := range plan.Create {
 					got.Create = append(got.Create, sb.Name)
 				}
@@ -354,5 +361,68 @@ func TestClaimStatusHold(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestClaimTriesWarm(t *testing.T) {
+	pool := testPool(1, "")
+	tpl := poolTemplate("python:3.12")
+	missing := &ClaimError{Reason: ReasonTemplateNotFound}
+	cases := map[string]struct {
+		mutate func(*extv1beta1.SandboxClaim)
+		cp     ClaimPool
+		cold   *ClaimError
+		want   bool
+	}{
+		"pool and template":    {cp: ClaimPool{Pool: pool, Template: tpl}, want: true},
+		"env: cold":            {mutate: func(c *extv1beta1.SandboxClaim) { c.Spec.Env = []extv1beta1.EnvVar{{Name: "A", Value: ptr.To("b")}} }, cp: ClaimPool{Pool: pool, Template: tpl}},
+		"no pool":              {cp: ClaimPool{}, cold: &ClaimError{Reason: ReasonWarmPoolNotFound}},
+		"shadow pool (no UID)": {cp: ClaimPool{Pool: &extv1beta1.SandboxWarmPool{}, Template: tpl}},
+		"template missing":     {cp: ClaimPool{Pool: pool}, cold: missing, want: true},
+		"template missing, pod metadata to merge": {mutate: func(c *extv1beta1.SandboxClaim) {
+			c.Spec.AdditionalPodMetadata.Annotations = map[string]string{"a": "b"}
+		}, cp: ClaimPool{Pool: pool}, cold: missing},
+		"invalid metadata": {cp: ClaimPool{Pool: pool, Template: tpl}, cold: &ClaimError{Reason: ReasonInvalidMetadata}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := claimOn("pool", "1")
+			if tc.mutate != nil {
+				tc.mutate(c)
+			}
+			if got := ClaimTriesWarm(c, tc.cp, tc.cold); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestClaimCanTakeOver(t *testing.T) {
+	pool := testPool(1, "")
+	tpl := poolTemplate("python:3.12")
+	claim := claimOn("pool", "1")
+	rendered, cerr := ClaimSandbox(&extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: claim.Name, Namespace: "ns"}, Spec: claim.Spec}, ClaimPool{Pool: pool, Template: tpl}, Options{})
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	owned, _ := ClaimSandbox(claim, ClaimPool{Pool: pool, Template: tpl}, Options{})
+	cases := map[string]struct {
+		sb   *agentsv1beta1.Sandbox
+		want bool
+	}{
+		"the render's Sandbox of the claim, from Git": {rendered, true},
+		"controlled by someone":                       {owned, false},
+		"a user's own Sandbox":                        {&agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: claim.Name}}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := ClaimCanTakeOver(tc.sb); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	want := `sandbox "claim-1" is not controlled by claim "claim-1". Please use a different claim name or delete the sandbox manually`
+	if e := ClaimNotControlledError(claim); e.Reason != ReasonReconcilerError || e.Err != want || e.Field.String() != "metadata.name" {
+		t.Errorf("ClaimNotControlledError: %+v", e)
 	}
 }

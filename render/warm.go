@@ -2,13 +2,16 @@ package render
 
 import (
 	"cmp"
+	"fmt"
 	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
@@ -181,25 +184,41 @@ func ClaimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxCla
 	return 0
 }
 
-// ClaimStatusNeedsWrite reports whether next differs from the claim's status in anything but
-// the times of conditions that did not change.
+// ClaimStatusNeedsWrite reports whether next differs from the claim's status (semantically: a
+// condition keeps its transition time while its status holds, so an unchanged claim compares
+// equal).
 func ClaimStatusNeedsWrite(cur, next *extv1beta1.SandboxClaimStatus) bool {
-	if cur.SandboxStatus.Name != next.SandboxStatus.Name || !slices.Equal(cur.SandboxStatus.PodIPs, next.SandboxStatus.PodIPs) {
-		return true
-	}
-	return !conditionsEqual(cur.Conditions, next.Conditions)
+	return !equality.Semantic.DeepEqual(cur, next)
 }
 
-func conditionsEqual(a, b []metav1.Condition) bool {
-	if len(a) != len(b) {
+// ClaimTriesWarm reports whether a claim without a Sandbox looks at its pool's members before
+// starting cold, given the error of its cold path (ClaimSandbox), as upstream decides: not with
+// env or volume claim templates (ClaimNeedsColdStart), only from a pool that exists (v1alpha1's
+// synthetic shadow pool has no members), and not when the cold path failed, except for a missing
+// template, which a warm adoption tolerates unless the claim adds pod metadata (that needs the
+// template's metadata to merge with).
+func ClaimTriesWarm(claim *extv1beta1.SandboxClaim, cp ClaimPool, cold *ClaimError) bool {
+	if ClaimNeedsColdStart(claim) || cp.Pool == nil || cp.Pool.UID == "" {
 		return false
 	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
-			x.ObservedGeneration != y.ObservedGeneration || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
-			return false
-		}
+	if cold == nil {
+		return true
 	}
-	return true
+	md := claim.Spec.AdditionalPodMetadata
+	return cold.Reason == ReasonTemplateNotFound && len(md.Labels)+len(md.Annotations) == 0
+}
+
+// ClaimCanTakeOver reports whether a claim's cold path may apply over an existing Sandbox of
+// the claim's name: only over one no controller owns that the render made from a claim (an
+// earlier GitOps sync of the same claim, which carries no owner reference because Git has no
+// UIDs). Anything else is ClaimNotControlledError.
+func ClaimCanTakeOver(existing *agentsv1beta1.Sandbox) bool {
+	return metav1.GetControllerOfNoCopy(existing) == nil && existing.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == agentsv1beta1.SandboxLaunchTypeCold
+}
+
+// ClaimNotControlledError is upstream's error for a claim whose name another Sandbox has: a
+// ReconcilerError (retried), on the claim's name.
+func ClaimNotControlledError(claim *extv1beta1.SandboxClaim) *ClaimError {
+	return &ClaimError{Reason: ReasonReconcilerError, Field: field.NewPath("metadata", "name"), Value: claim.Name,
+		Err: fmt.Sprintf("sandbox %q is not controlled by claim %q. Please use a different claim name or delete the sandbox manually", claim.Name, claim.Name)}
 }
