@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -437,15 +436,8 @@ func requestCounts(b *testing.B) map[string]float64 {
 	return out
 }
 
-// freeAddr is a loopback address with a port nobody listens on.
-func freeAddr(b testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// freeAddr is testenv.FreeAddr.
+var freeAddr = testenv.FreeAddr
 
 // profileAtPeak polls the process's resident set and saves a heap profile to path each time it
 // reaches a new high, until the returned stop is called.

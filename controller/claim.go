@@ -131,9 +131,9 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 	st := render.ClaimStatus(claim, render.ClaimObservation{Sandbox: sb, Err: cerr}, metav1.NewTime(now))
 	result := ctrl.Result{RequeueAfter: exp.RequeueAfter.Duration}
-	if cerr != nil && cerr.Reason != render.ReasonInvalidMetadata && cerr.Reason != render.ReasonEnvVarsInjectionRejected && cerr.Reason != render.ReasonVolumeClaimTemplatesError {
-		// A missing pool or template wakes the claim through a watch when it appears; other
-		// errors are retried too, as upstream retries them, without a hot loop.
+	if cerr != nil && cerr.Retried() {
+		// A missing pool or template wakes the claim through a watch when it appears; this is
+		// the safety net, slow enough not to be a hot loop.
 		result.RequeueAfter = minPositive(result.RequeueAfter, missingDependencyRecheck)
 	}
 	if hold := render.ClaimStatusHold(claim, &st, now); hold > 0 && render.ClaimStatusNeedsWrite(&claim.Status, &st) {

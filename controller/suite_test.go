@@ -260,22 +260,8 @@ func startControllerIn(t testing.TB, namespaces []string, opts controller.Option
 	return stop
 }
 
-// eventually polls cond until it returns nil or the timeout passes, then fails with its last
-// error.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for {
-		if err = cond(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// eventually is testenv.Eventually.
+var eventually = testenv.Eventually
 
 // get reads an object with the admin client.
 func get(ns, name string, obj client.Object) error {

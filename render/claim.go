@@ -50,6 +50,18 @@ func (e *ClaimError) ConditionMessage() string {
 	return e.Err
 }
 
+// Retried reports whether a controller looks at the claim again without a change to it, as
+// upstream does: a missing pool or template, a name conflict and other reconciler errors can
+// clear on their own; a claim upstream calls wrong (its metadata, env or volume claim templates
+// refused) waits for the claim to change.
+func (e *ClaimError) Retried() bool {
+	switch e.Reason {
+	case ReasonInvalidMetadata, ReasonEnvVarsInjectionRejected, ReasonVolumeClaimTemplatesError:
+		return false
+	}
+	return true
+}
+
 // FieldError turns the claim error into a field error for a render that fails on it.
 func (e *ClaimError) FieldError() *field.Error {
 	detail := e.Reason + ": " + e.Err

@@ -426,3 +426,14 @@ func TestClaimCanTakeOver(t *testing.T) {
 		t.Errorf("ClaimNotControlledError: %+v", e)
 	}
 }
+
+func TestClaimErrorRetried(t *testing.T) {
+	for reason, want := range map[string]bool{
+		ReasonTemplateNotFound: true, ReasonWarmPoolNotFound: true, ReasonReconcilerError: true,
+		ReasonInvalidMetadata: false, ReasonEnvVarsInjectionRejected: false, ReasonVolumeClaimTemplatesError: false,
+	} {
+		if got := (&ClaimError{Reason: reason}).Retried(); got != want {
+			t.Errorf("%s: Retried() = %v, want %v", reason, got, want)
+		}
+	}
+}

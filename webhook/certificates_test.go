@@ -20,6 +20,7 @@ import (
 
 	agentsv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1alpha1"
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/webhook"
 	"github.com/sandbox-gitops/sandbox-gitops/webhook/certs"
 )
@@ -30,7 +31,7 @@ var local = []string{"127.0.0.1"}
 // `kubectl apply -k config/default` leaves), the controller's rotator makes the certificates,
 // publishes the CA in every CRD and serves the certificate, and v1alpha1 works.
 func TestRotatorPublishesItsCA(t *testing.T) {
-	reset(t)
+	testenv.ResetWebhookCertificates(t, admin)
 	if _, err := readAsV1alpha1(t, newSandbox(t)); err == nil {
 		t.Fatal("a v1alpha1 read worked with no webhook running: the test cannot tell")
 	}
@@ -55,7 +56,7 @@ func TestRotatorPublishesItsCA(t *testing.T) {
 // CA and certificate (whoever writes first wins; the other reads it), and a replica joining
 // later writes nothing.
 func TestReplicasShareOneCertificate(t *testing.T) {
-	reset(t)
+	testenv.ResetWebhookCertificates(t, admin)
 	ctx := context.Background()
 	replicas := []*webhook.Rotator{newRotator(t, webhook.Options{Hosts: local}), newRotator(t, webhook.Options{Hosts: local})}
 	var wg sync.WaitGroup
@@ -89,7 +90,7 @@ func TestReplicasShareOneCertificate(t *testing.T) {
 // certificate several times and the CA once, while a client reads as v1alpha1 ten times a
 // second: not one read fails.
 func TestRotationKeepsConverting(t *testing.T) {
-	reset(t)
+	testenv.ResetWebhookCertificates(t, admin)
 	r := startWebhook(t, &webhook.Options{
 		Hosts: local, Interval: 500 * time.Millisecond,
 		Policy: certs.Policy{CAValidity: 15 * time.Second, CertValidity: 6 * time.Second},
@@ -181,7 +182,7 @@ func TestRotatorSaysWhatToDo(t *testing.T) {
 // tls.crt and tls.key from its certificate directory and touches neither the Secret nor the
 // CRDs; the caBundle is someone else's to write (here the test, as cert-manager's CA injector).
 func TestCertificatesFromFiles(t *testing.T) {
-	reset(t)
+	testenv.ResetWebhookCertificates(t, admin)
 	data, _, err := certs.Plan(time.Now(), nil, local, certs.DefaultPolicy)
 	if err != nil {
 		t.Fatal(err)
@@ -210,30 +211,6 @@ func TestCertificatesFromFiles(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, resourceVersions(t)); diff != "" {
 		t.Errorf("the webhook wrote with --manage-webhook-certs=false (-before +after):\n%s", diff)
-	}
-}
-
-// reset empties the Secret and the CRDs' caBundle: a fresh install.
-func reset(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	s := &corev1.Secret{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: webhook.DefaultNamespace, Name: webhook.DefaultSecretName}, s); err != nil {
-		t.Fatal(err)
-	}
-	s.Data = nil
-	if err := admin.Update(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range webhook.CRDs {
-		c := &apiextensionsv1.CustomResourceDefinition{}
-		if err := admin.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
-			t.Fatal(err)
-		}
-		c.Spec.Conversion.Webhook.ClientConfig.CABundle = nil
-		if err := admin.Update(ctx, c); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -257,20 +257,7 @@ func servedCertificate(t *testing.T) []byte {
 	return conn.ConnectionState().PeerCertificates[0].Raw
 }
 
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+var eventually = testenv.Eventually
 
 func newNamespace(t testing.TB) string {
 	t.Helper()

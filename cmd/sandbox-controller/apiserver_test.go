@@ -67,7 +67,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhookPort := freePort(t)
+	webhookPort := testenv.FreePort(t)
 	crds, err := crd.All()
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			reset(t, admin)
+			testenv.ResetWebhookCertificates(t, admin)
 			ns := "t-" + strings.Trim(strings.Map(func(r rune) rune {
 				if r >= 'a' && r <= 'z' {
 					return r
@@ -116,7 +116,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 			if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 				t.Fatal(err)
 			}
-			probes := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			probes := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 			args := append([]string{
 				"--kubeconfig=" + kubeconfigPath, "--namespaces=" + ns, "--metrics-bind-address=0",
 				"--health-probe-bind-address=" + probes, fmt.Sprintf("--webhook-port=%d", webhookPort), "--zap-log-level=error",
@@ -141,7 +141,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 					t.Error("the controller did not stop within 30 s of SIGTERM")
 				}
 			}()
-			eventually(t, "the controller to be ready", func() error {
+			testenv.Eventually(t, 30*time.Second, "the controller to be ready", func() error {
 				select {
 				case err := <-exited:
 					t.Fatalf("the controller exited: %v\n%s", err, stderr.String())
@@ -155,7 +155,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 			if err := admin.Create(ctx, sb); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the controller to create the Sandbox's Pod", func() error {
+			testenv.Eventually(t, 30*time.Second, "the controller to create the Sandbox's Pod", func() error {
 				return admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "box"}, &corev1.Pod{})
 			})
 
@@ -231,30 +231,6 @@ func install(t *testing.T, admin client.Client, kustomize string) {
 	}
 }
 
-// reset empties the webhook's Secret and the CRDs' caBundle, as a fresh install has them.
-func reset(t *testing.T, admin client.Client) {
-	t.Helper()
-	ctx := context.Background()
-	s := &corev1.Secret{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: webhook.DefaultNamespace, Name: webhook.DefaultSecretName}, s); err != nil {
-		t.Fatal(err)
-	}
-	s.Data = nil
-	if err := admin.Update(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range webhook.CRDs {
-		c := &apiextensionsv1.CustomResourceDefinition{}
-		if err := admin.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
-			t.Fatal(err)
-		}
-		c.Spec.Conversion.Webhook.ClientConfig.CABundle = nil
-		if err := admin.Update(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func caBundles(t *testing.T, admin client.Client) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
@@ -278,29 +254,4 @@ func readyz(addr string) error {
 		return fmt.Errorf("/readyz: %s", resp.Status)
 	}
 	return nil
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

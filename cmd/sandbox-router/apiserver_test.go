@@ -515,7 +515,7 @@ func reviews(t *testing.T, ctx context.Context, cs *kubernetes.Clientset) float6
 // a request naming a Service that is not a Sandbox is refused, and SIGTERM (ctx) stops it with 0.
 func testCommand(t *testing.T, ctx context.Context, admin client.Client, routerCfg *rest.Config, backend *httptest.Server) {
 	kubeconfig := writeKubeconfig(t, routerCfg)
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	rctx, stop := context.WithCancel(ctx)
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
@@ -589,14 +589,4 @@ func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
