@@ -42,8 +42,8 @@ func BenchmarkClaims(b *testing.B) {
 	n := 50
 	if v := os.Getenv("SANDBOX_BENCH_CLAIMS"); v != "" {
 		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("SANDBOX_BENCH_CLAIMS=%q: want a number of claims, at least 1", v)
 		}
 	}
 	for _, mode := range []string{"warm", "warm+refill", "cold"} {
