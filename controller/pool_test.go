@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
@@ -94,8 +95,18 @@ func TestPoolFillsAndScales(t *testing.T) {
 		t.Errorf("scale subresource: %+v", s)
 	}
 	for _, n := range []int32{5, 1} {
-		s.Spec.Replicas = n
-		if s, err = scales.Scales(ns).Update(ctx, gr, s, metav1.UpdateOptions{}); err != nil {
+		// As kubectl scale and the HPA do: read the scale, set it, and read again on a conflict
+		// (the controller writes the pool's status meanwhile).
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := scales.Scales(ns).Get(ctx, gr, "pool", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Spec.Replicas = n
+			_, err = scales.Scales(ns).Update(ctx, gr, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatalf("scaling to %d: %v", n, err)
 		}
 		waitPoolReady(t, ns, "pool", int(n))
@@ -107,7 +118,6 @@ func TestPoolFillsAndScales(t *testing.T) {
 			if got.Status.Replicas != n {
 				return fmt.Errorf("status.replicas %d", got.Status.Replicas)
 			}
-			s = got
 			return nil
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -405,6 +406,22 @@ func testAuthz(t *testing.T, ctx context.Context, admin client.Client, adminCfg,
 			t.Fatal(err)
 		}
 	}
+	// The API server's RBAC authorizer learns of the new Role and binding through its own
+	// informers: wait until it does, or the first decision (and its cache) is a stale denial.
+	testenv.Eventually(t, 30*time.Second, "RBAC granting alice team-a/ready", func() error {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:team-a:alice",
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "agents.x-k8s.io", Resource: "sandboxes",
+				Subresource: "proxy", Verb: "get", Name: "ready"},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if !sar.Status.Allowed {
+			return fmt.Errorf("not allowed yet: %s", sar.Status.Reason)
+		}
+		return nil
+	})
 	authorizer := authz.New(kubernetes.NewForConfigOrDie(routerCfg), authz.Options{TTL: time.Minute})
 	type refusal struct {
 		Status         int
