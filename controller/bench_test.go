@@ -39,8 +39,11 @@ import (
 // together by 50 workers, until all are Ready. The controller runs as its own process (the
 // binary of cmd/sandbox-controller, as its ServiceAccount) so its peak RSS and CPU time are its
 // own. Writes are the API server's apiserver_request_total for what the controller writes
-// (Pods, Services, Sandbox status, events), per Sandbox. The floor, in the same run: the same
-// Pods and Services created directly by 50 workers, until all Pods are Ready.
+// (Pods, Services, Sandbox status, events), per Sandbox. Two floors, in the same run: the
+// issue's, the same Pods and Services created directly by 50 workers until all Pods are Ready
+// (floorDirect); and every write the Sandboxes require, their creates and status included, sent
+// with no controller (floorRequired). The CRDs convert as envtest's default installs them (see
+// convertAsEnvtest).
 //
 // Run with `make bench` (or `go test -run '^$' -bench Converge ./controller/`); one iteration
 // per size; SANDBOX_BENCH_SIZES overrides the sizes (default 1000,2000,4000) and
@@ -53,6 +56,7 @@ import (
 // controller's standard error under GODEBUG=gctrace=1, and metrics-N.txt, its /metrics. SANDBOX_BENCH_CONTROLLER=BINARY runs that
 // binary instead of building cmd/sandbox-controller (to measure an earlier version the same way).
 func BenchmarkConverge(b *testing.B) {
+	convertAsEnvtest(b)
 	bin := os.Getenv("SANDBOX_BENCH_CONTROLLER")
 	if bin == "" {
 		bin = buildController(b)
@@ -81,10 +85,14 @@ func BenchmarkConverge(b *testing.B) {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			for range b.N {
 				floor, floorServerCPU := floorDirect(b, n)
+				required, requiredServerCPU := floorRequired(b, n)
 				r := convergeOnce(b, bin, kubeconfig, n, steady)
 				b.ReportMetric(r.seconds, "s-to-ready")
 				b.ReportMetric(floor, "s-floor")
 				b.ReportMetric(r.seconds/floor, "x-floor")
+				b.ReportMetric(required, "s-required")
+				b.ReportMetric(r.seconds/required, "x-required")
+				b.ReportMetric(requiredServerCPU, "s-cpu-apiserver+etcd-required")
 				b.ReportMetric(r.writes/float64(n), "writes/sandbox")
 				b.ReportMetric(r.writesNoEvents/float64(n), "writes-excl-events/sandbox")
 				b.ReportMetric(r.steadyWrites, "writes-after")
@@ -92,7 +100,7 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(r.cpuSeconds, "s-cpu")
 				b.ReportMetric(r.serverCPUSeconds, "s-cpu-apiserver+etcd")
 				b.ReportMetric(floorServerCPU, "s-cpu-apiserver+etcd-floor")
-				b.Logf("n=%d: ready in %.1fs (floor %.1fs), writes by kind %v; %s", n, r.seconds, floor, r.byKind, r.phases)
+				b.Logf("n=%d: ready in %.1fs (floor %.1fs, every required write without a controller %.1fs), writes by kind %v; %s", n, r.seconds, floor, required, r.byKind, r.phases)
 			}
 		})
 	}
@@ -283,6 +291,101 @@ func floorDirect(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
 	})
 	end := awaitReady(b, allReady, n, "Pods")
 	return end.Sub(start).Seconds(), controlPlaneCPU(b) - serverCPU
+}
+
+// floorRequired sends every write the benchmark's Sandboxes require, with no controller: 50
+// workers each create a Sandbox and then the Pod and Service render.Sandbox makes of it, and once
+// the simulated kubelet has a Pod Ready, 50 more write its Sandbox's Ready status, until every
+// Sandbox is Ready. Beyond floorDirect it has the Sandboxes' own creates and status writes; what
+// is left between it and the controller is the controller's cost: its watches, its decisions and
+// its events.
+func floorRequired(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
+	ns := newNamespace(b)
+	allReady := watchReady(b, ns, &agentsv1beta1.SandboxList{}, n, func(o client.Object) bool {
+		c := findCondition(o.(*agentsv1beta1.Sandbox), agentsv1beta1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	podReady := make(chan *corev1.Pod, n)
+	go eachPod(ctx, b, ns, func(p *corev1.Pod) bool { return len(p.Status.PodIPs) > 0 }, podReady)
+	serverCPU := controlPlaneCPU(b)
+	start := time.Now()
+	go parallelDo(50, n, func(i int) error {
+		sb := sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) })
+		if err := admin.Create(ctx, sb); err != nil {
+			return err
+		}
+		c, err := render.Sandbox(sb, render.Options{})
+		if err != nil {
+			return err
+		}
+		if err := admin.Create(ctx, c.Pod); err != nil {
+			return err
+		}
+		return admin.Create(ctx, c.Service)
+	})
+	go parallelDo(50, n, func(int) error {
+		var pod *corev1.Pod
+		select {
+		case pod = <-podReady:
+		case <-ctx.Done():
+			return nil
+		}
+		sb := &agentsv1beta1.Sandbox{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod.Name}, sb); err != nil {
+			return err
+		}
+		c, err := render.Sandbox(sb, render.Options{})
+		if err != nil {
+			return err
+		}
+		st := render.PlanSandbox(sb, render.ObservedChildren{Pods: []*corev1.Pod{pod}, Service: c.Service}, metav1.Now(), render.Options{}).Status
+		if st == nil {
+			return fmt.Errorf("no status for Sandbox %s", sb.Name)
+		}
+		updated := sb.DeepCopy()
+		updated.Status = *st
+		return admin.Status().Patch(ctx, updated, client.MergeFrom(sb))
+	})
+	end := awaitReady(b, allReady, n, "Sandboxes")
+	return end.Sub(start).Seconds(), controlPlaneCPU(b) - serverCPU
+}
+
+// eachPod sends each Pod of the namespace once, the first time ready says so, until ctx ends. A
+// watch the API server closes (the test process reads too slowly) is listed and watched again.
+func eachPod(ctx context.Context, b *testing.B, ns string, ready func(*corev1.Pod) bool, out chan<- *corev1.Pod) {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	sent := map[string]bool{}
+	send := func(p *corev1.Pod) {
+		if !sent[p.Name] && ready(p) {
+			sent[p.Name] = true
+			out <- p
+		}
+	}
+	for ctx.Err() == nil {
+		list := &corev1.PodList{}
+		if err := wc.List(ctx, list, client.InNamespace(ns)); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			send(&list.Items[i])
+		}
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
+				send(p)
+			}
+		}
+		w.Stop()
+	}
 }
 
 // watchReady watches the objects of a namespace and sends the time at which n of them are ready.

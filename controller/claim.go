@@ -317,21 +317,21 @@ func notYetSeen[T client.Object](from *sync.Map, objs []T) []T {
 }
 
 // createCold creates the claim's own Sandbox, or applies over an existing one of its name only
-// when render.ClaimCanTakeOver says so.
+// when render.ClaimCanTakeOver says so. The create goes first, create-only: the common case sends
+// nothing else, and only a refused create reads what holds the name.
 func (r *ClaimReconciler) createCold(ctx context.Context, claim *extv1beta1.SandboxClaim, intent *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, *render.ClaimError, error) {
-	existing := &agentsv1beta1.Sandbox{}
-	rv := createOnly
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}, existing)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return nil, nil, err
-	case !render.ClaimCanTakeOver(existing):
-		return nil, render.ClaimNotControlledError(claim), nil
-	default:
-		rv = existing.ResourceVersion
+	sb, err := applySandbox(ctx, r.Client, intent, createOnly)
+	if apierrors.IsConflict(err) {
+		existing := &agentsv1beta1.Sandbox{}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: intent.Name}, existing); err != nil {
+			// Gone again meanwhile: the next pass creates it.
+			return nil, nil, err
+		}
+		if !render.ClaimCanTakeOver(existing) {
+			return nil, render.ClaimNotControlledError(claim), nil
+		}
+		sb, err = applySandbox(ctx, r.Client, intent, existing.ResourceVersion)
 	}
-	sb, err := applySandbox(ctx, r.Client, intent, rv)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,19 +5,26 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 // BenchmarkClaims measures what issue "Controller, part 2" targets, as upstream measured it: 50
@@ -26,17 +33,22 @@ import (
 // event that shows it Ready (p50 and p99 of the 50). Writes are the API server's
 // apiserver_request_total for what the controller writes, per claim.
 //
+//   - warm-floor: the warm critical path's writes sent by the benchmark itself with no controller
+//     (see adoptDirectly): what the API server alone costs, in the same run.
 //   - warm: against a pool of 50 Ready members, with the pool reconciler off during the burst, so
 //     every write counted is a claim's (critical path: the adoption apply and the claim's status;
 //     the Pod's metadata re-sync and the events come after Ready).
-//   - warm+refill: the same burst with every reconciler on; also the time from the burst's start
-//     until the pool has 50 Ready members again.
+//   - warm+refill: the same burst with every reconciler on; also the time until the pool has 50
+//     Ready members again, from the burst's start and from the last claim's Ready.
 //   - cold: against a pool of 0 (every claim starts cold); all its writes are on its path.
 //
 // Run with `make bench` (or `go test -run '^$' -bench Claims ./controller/`); SANDBOX_BENCH_CLAIMS
-// sets the number of claims (and members), 50 by default; SANDBOX_BENCH_APISERVER_PROFILE=FILE
+// sets the number of claims (and members), 50 by default. The CRDs convert as envtest's default
+// installs them (see convertAsEnvtest); SANDBOX_BENCH_PROFILE=DIR saves a 2 s
+// CPU profile of the controller during each burst; SANDBOX_BENCH_APISERVER_PROFILE=FILE
 // saves a 2 s CPU profile of kube-apiserver taken during the burst.
 func BenchmarkClaims(b *testing.B) {
+	convertAsEnvtest(b)
 	bin := buildController(b)
 	kubeconfig := writeKubeconfig(b, asController)
 	n := 50
@@ -46,7 +58,16 @@ func BenchmarkClaims(b *testing.B) {
 			b.Fatalf("SANDBOX_BENCH_CLAIMS=%q: want a number of claims, at least 1", v)
 		}
 	}
-	for _, mode := range []string{"warm", "warm+refill", "cold"} {
+	// SANDBOX_BENCH_PROFILE=DIR: a 2 s CPU profile of the controller during each burst,
+	// cpu-claims-MODE.pb.gz.
+	profileDir := os.Getenv("SANDBOX_BENCH_PROFILE")
+	var pprofAddr string
+	var profileArgs []string
+	if profileDir != "" {
+		pprofAddr = freeAddr(b)
+		profileArgs = []string{"--pprof-bind-address", pprofAddr}
+	}
+	for _, mode := range []string{"warm-floor", "warm", "warm+refill", "cold"} {
 		b.Run(mode, func(b *testing.B) {
 			for range b.N {
 				ns := newNamespace(b)
@@ -61,13 +82,20 @@ func BenchmarkClaims(b *testing.B) {
 					waitPoolReady(b, ns, "pool", n)
 					stop()
 				}
+				if mode == "warm-floor" {
+					r := claimBurstWith(b, ns, "pool", n, false, "", "", adoptDirectly(b, ns))
+					b.ReportMetric(r.p50.Seconds()*1000, "ms-p50")
+					b.ReportMetric(r.p99.Seconds()*1000, "ms-p99")
+					b.Logf("%s: p50 %v, p99 %v, writes by kind %v", mode, r.p50, r.p99, r.byKind)
+					continue
+				}
 				var stop func()
 				if mode == "warm" {
-					stop = startControllerProcess(b, bin, kubeconfig, ns, "--controllers", "sandbox,sandboxtemplate,sandboxclaim")
+					stop = startControllerProcess(b, bin, kubeconfig, ns, append(profileArgs, "--controllers", "sandbox,sandboxtemplate,sandboxclaim")...)
 				} else {
-					stop = startControllerProcess(b, bin, kubeconfig, ns)
+					stop = startControllerProcess(b, bin, kubeconfig, ns, profileArgs...)
 				}
-				r := claimBurst(b, ns, "pool", n, mode == "warm+refill")
+				r := claimBurst(b, ns, "pool", n, mode == "warm+refill", pprofAddr, strings.ReplaceAll(mode, "+", "-"))
 				stop()
 				b.ReportMetric(r.p50.Seconds()*1000, "ms-p50")
 				b.ReportMetric(r.p99.Seconds()*1000, "ms-p99")
@@ -77,6 +105,7 @@ func BenchmarkClaims(b *testing.B) {
 				}
 				if r.refill > 0 {
 					b.ReportMetric(r.refill.Seconds(), "s-pool-refill")
+					b.ReportMetric(r.refillAfter.Seconds(), "s-pool-refill-after-burst")
 				}
 				b.Logf("%s: p50 %v, p99 %v, writes by kind %v, pool refilled in %v", mode, r.p50, r.p99, r.byKind, r.refill)
 			}
@@ -86,12 +115,21 @@ func BenchmarkClaims(b *testing.B) {
 
 type burstResult struct {
 	p50, p99, refill time.Duration
-	writes           float64
-	byKind           map[string]float64
+	// refillAfter is the refill counted from the last claim's Ready instead of the burst's start.
+	refillAfter time.Duration
+	writes      float64
+	byKind      map[string]float64
 }
 
 // claimBurst creates n claims at once and waits, through a watch, for each to be Ready.
-func claimBurst(b *testing.B, ns, pool string, n int, refill bool) burstResult {
+// With pprofAddr set, a 2 s CPU profile of the controller is saved to $SANDBOX_BENCH_PROFILE.
+func claimBurst(b *testing.B, ns, pool string, n int, refill bool, pprofAddr, mode string) burstResult {
+	return claimBurstWith(b, ns, pool, n, refill, pprofAddr, mode, nil)
+}
+
+// claimBurstWith is claimBurst with then run by the same worker right after each claim's
+// create call (the floor's own writes).
+func claimBurstWith(b *testing.B, ns, pool string, n int, refill bool, pprofAddr, mode string, then func(i int, claim *extv1beta1.SandboxClaim) error) burstResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
@@ -118,6 +156,10 @@ func claimBurst(b *testing.B, ns, pool string, n int, refill bool) burstResult {
 		}()
 		time.Sleep(100 * time.Millisecond)
 	}
+	if pprofAddr != "" {
+		go saveProfile(b, pprofAddr, "profile?seconds=2", filepath.Join(os.Getenv("SANDBOX_BENCH_PROFILE"), "cpu-claims-"+mode+".pb.gz"))
+		time.Sleep(100 * time.Millisecond)
+	}
 	var mu sync.Mutex
 	created := map[string]time.Time{}
 	before := writeCounts(b)
@@ -127,9 +169,14 @@ func claimBurst(b *testing.B, ns, pool string, n int, refill bool) burstResult {
 		mu.Lock()
 		created[name] = time.Now()
 		mu.Unlock()
-		return admin.Create(ctx, sandboxClaim(ns, name, pool))
+		claim := sandboxClaim(ns, name, pool)
+		if err := admin.Create(ctx, claim); err != nil || then == nil {
+			return err
+		}
+		return then(i, claim)
 	})
 	var latencies, toAdded []time.Duration
+	var lastReady time.Time
 	seen, added := map[string]bool{}, map[string]bool{}
 	for len(latencies) < n {
 		select {
@@ -149,6 +196,7 @@ func claimBurst(b *testing.B, ns, pool string, n int, refill bool) burstResult {
 			}
 			if meta.IsStatusConditionTrue(c.Status.Conditions, agentsv1beta1.ConditionReady) && c.Status.SandboxStatus.Name != "" {
 				at := time.Now()
+				lastReady = at
 				seen[c.Name] = true
 				mu.Lock()
 				latencies = append(latencies, at.Sub(created[c.Name]))
@@ -163,6 +211,7 @@ func claimBurst(b *testing.B, ns, pool string, n int, refill bool) burstResult {
 		for {
 			if _, ready, err := poolMembers(ns, pool); err == nil && ready == n {
 				r.refill = time.Since(start)
+				r.refillAfter = time.Since(lastReady)
 				break
 			}
 			if time.Since(start) > 2*time.Minute {
@@ -210,4 +259,53 @@ func benchLogLevel() string {
 		return l
 	}
 	return "error"
+}
+
+// adoptDirectly is the floor of a warm claim: what the controller's critical path writes (the
+// adoption apply on the member's resourceVersion, then the claim's Ready status), sent by the
+// worker that created the claim, as the controller's identity, with every decision made in
+// advance (member i for claim i). No controller runs: this is what the API server alone costs.
+func adoptDirectly(b *testing.B, ns string) func(int, *extv1beta1.SandboxClaim) error {
+	c, err := client.New(asController, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	members, _, err := poolMembers(ns, "pool")
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.SortFunc(members, func(x, y agentsv1beta1.Sandbox) int { return strings.Compare(x.Name, y.Name) })
+	tpl := &extv1beta1.SandboxTemplate{}
+	if err := get(ns, "python", tpl); err != nil {
+		b.Fatal(err)
+	}
+	return func(i int, claim *extv1beta1.SandboxClaim) error {
+		ctx := context.Background()
+		member := &members[i]
+		intent, cerr := render.AdoptWarmSandbox(member, claim, tpl)
+		if cerr != nil {
+			return cerr
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(intent)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		for _, k := range []string{"uid", "generation", "managedFields", "creationTimestamp"} {
+			unstructured.RemoveNestedField(u.Object, "metadata", k)
+		}
+		u.SetResourceVersion(member.ResourceVersion)
+		u.SetAPIVersion(agentsv1beta1.GroupVersion.String())
+		u.SetKind(agentsv1beta1.SandboxKind)
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(controller.FieldManager), client.ForceOwnership); err != nil {
+			return err
+		}
+		adopted := &agentsv1beta1.Sandbox{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, adopted); err != nil {
+			return err
+		}
+		updated := claim.DeepCopy()
+		updated.Status = render.ClaimStatus(claim, render.ClaimObservation{Sandbox: adopted}, metav1.Now())
+		return c.Status().Patch(ctx, updated, client.MergeFromWithOptions(claim, client.MergeFromWithOptimisticLock{}))
+	}
 }
