@@ -42,7 +42,10 @@ bench: ## Run the benchmarks (figures go into the README); the scale table runs 
 	go test -run '^$$' -bench Throughput -benchtime 30000x ./router/
 	go test -run '^$$' -bench Stream -benchtime 5x ./router/
 	go test -run '^$$' -bench IdleWebSockets -benchtime 1x ./router/
-	go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
+	# One size per run, so each has an API server of its own (the later sizes would carry the earlier objects).
+	SANDBOX_BENCH_SIZES=1000 go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
+	SANDBOX_BENCH_SIZES=2000 go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
+	SANDBOX_BENCH_SIZES=4000 go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
 	go test -run '^$$' -bench Claims -benchtime 1x -timeout 20m ./controller/
 
 # Each fuzz target as package:Target; their seed corpora (every repro of a crash or a wrong
