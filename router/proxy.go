@@ -165,8 +165,10 @@ func (h *Handler) probe(w http.ResponseWriter, ok bool) {
 }
 
 func (h *Handler) refuse(w http.ResponseWriter, e *Error, start time.Time) {
-	e.Write(w)
+	// Counted before the client can see the refusal; the request's own count and duration
+	// include the write.
 	h.metrics.refused(e.Reason)
+	e.Write(w)
 	h.metrics.observe(e.Status, time.Since(start).Seconds())
 }
 

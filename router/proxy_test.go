@@ -60,6 +60,9 @@ func TestForwardsRequest(t *testing.T) {
 	if diff := cmp.Diff(want, string(body)); diff != "" {
 		t.Errorf("what the sandbox received (-want +got):\n%s", diff)
 	}
+	// The router counts a request when its handler returns, which can be just after the client
+	// has read the whole response.
+	waitFor(t, "the request to be counted", func() bool { return testutil.ToFloat64(e.metrics.Requests().WithLabelValues("200")) >= 1 })
 	if got := testutil.ToFloat64(e.metrics.Requests().WithLabelValues("200")); got != 1 {
 		t.Errorf("sandbox_router_requests_total{code=200} = %v, want 1", got)
 	}
