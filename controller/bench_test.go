@@ -352,111 +352,86 @@ func floorRequired(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
 	return end.Sub(start).Seconds(), controlPlaneCPU(b) - serverCPU
 }
 
-// eachPod sends each Pod of the namespace once, the first time ready says so, until ctx ends. A
-// watch the API server closes (the test process reads too slowly) is listed and watched again.
-func eachPod(ctx context.Context, b *testing.B, ns string, ready func(*corev1.Pod) bool, out chan<- *corev1.Pod) {
+// followNamespace lists the objects of list's kind in a namespace and watches them from there,
+// handing each listed object and each watch event to seen (deleted: a deletion) until seen says
+// it is done or ctx ends. A watch the API server closes (a busy test process reads too slowly) is
+// listed and watched again; relisted, when set, is called first, so state kept from the previous
+// list can be dropped. It returns how many times it listed again, and why it stopped early.
+func followNamespace(ctx context.Context, ns string, list client.ObjectList, relisted func(), seen func(obj client.Object, deleted bool) (done bool)) (restarts int, err error) {
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
-		b.Error(err)
-		return
+		return 0, err
 	}
-	sent := map[string]bool{}
-	send := func(p *corev1.Pod) {
-		if !sent[p.Name] && ready(p) {
-			sent[p.Name] = true
-			out <- p
+	for ; ; restarts++ {
+		if restarts > 0 && relisted != nil {
+			relisted()
 		}
-	}
-	for ctx.Err() == nil {
-		list := &corev1.PodList{}
 		if err := wc.List(ctx, list, client.InNamespace(ns)); err != nil {
-			continue
+			return restarts, fmt.Errorf("listing %T: %w", list, err)
 		}
-		for i := range list.Items {
-			send(&list.Items[i])
+		done := false
+		if err := meta.EachListItem(list, func(o runtime.Object) error {
+			done = done || seen(o.(client.Object), false)
+			return nil
+		}); err != nil || done {
+			return restarts, err
 		}
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
 		if err != nil {
-			continue
+			return restarts, fmt.Errorf("watching %T: %w", list, err)
 		}
 		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
-				send(p)
+			if obj, ok := ev.Object.(client.Object); ok && ev.Type != watch.Error && ev.Type != watch.Bookmark && seen(obj, ev.Type == watch.Deleted) {
+				w.Stop()
+				return restarts, nil
 			}
 		}
 		w.Stop()
+		if ctx.Err() != nil {
+			return restarts, ctx.Err()
+		}
+	}
+}
+
+// eachPod sends each Pod of the namespace once, the first time ready says so, until ctx ends.
+func eachPod(ctx context.Context, b *testing.B, ns string, ready func(*corev1.Pod) bool, out chan<- *corev1.Pod) {
+	sent := map[string]bool{}
+	_, err := followNamespace(ctx, ns, &corev1.PodList{}, nil, func(obj client.Object, deleted bool) bool {
+		if p := obj.(*corev1.Pod); !deleted && !sent[p.Name] && ready(p) {
+			sent[p.Name] = true
+			out <- p
+		}
+		return false
+	})
+	if err != nil && ctx.Err() == nil {
+		b.Errorf("following the Pods of %s: %v", ns, err)
 	}
 }
 
 // watchReady watches the objects of a namespace and sends the time at which n of them are ready.
 // Waiting by a watch costs the API server one stream; the list of all N objects every 100 ms it
-// replaces took a share of the 2 cores from the very convergence it measured. A watch the API
-// server closes (a busy test process reads too slowly) is started again from a new list.
+// replaces took a share of the 2 cores from the very convergence it measured.
 func watchReady(b *testing.B, ns string, list client.ObjectList, n int, ready func(client.Object) bool) <-chan time.Time {
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
 	out := make(chan time.Time, 1)
-	readyNames := map[string]bool{}
-	start := func() (watch.Interface, error) {
-		if err := wc.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil, err
-		}
-		clear(readyNames)
-		if err := meta.EachListItem(list, func(o runtime.Object) error {
-			if obj := o.(client.Object); ready(obj) {
-				readyNames[obj.GetName()] = true
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		return wc.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
-	}
-	w, err := start()
-	if err != nil {
-		b.Fatal(err)
-	}
 	go func() {
 		defer close(out)
-		restarts := 0
-		defer func() {
-			if restarts > 0 {
-				b.Logf("the API server closed the watch of %T %d times (the test process read too slowly); each time it was listed and watched again", list, restarts)
+		readyNames := map[string]bool{}
+		restarts, err := followNamespace(context.Background(), ns, list, func() { clear(readyNames) }, func(obj client.Object, deleted bool) bool {
+			if !deleted && ready(obj) {
+				readyNames[obj.GetName()] = true
+			} else {
+				delete(readyNames, obj.GetName())
 			}
-		}()
-		for {
-			for ev := range w.ResultChan() {
-				obj, ok := ev.Object.(client.Object)
-				if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
-					continue
-				}
-				if ev.Type != watch.Deleted && ready(obj) {
-					readyNames[obj.GetName()] = true
-				} else {
-					delete(readyNames, obj.GetName())
-				}
-				if len(readyNames) == n {
-					break
-				}
-			}
-			w.Stop()
-			if len(readyNames) == n {
-				out <- time.Now()
-				return
-			}
-			restarts++
-			if w, err = start(); err != nil {
-				b.Logf("watching %T again: %v", list, err)
-				return
-			}
-			if len(readyNames) == n {
-				out <- time.Now()
-				return
-			}
+			return len(readyNames) == n
+		})
+		if restarts > 0 {
+			b.Logf("the API server closed the watch of %T %d times (the test process read too slowly); each time it was listed and watched again", list, restarts)
 		}
+		if err != nil {
+			b.Logf("%v", err)
+			return
+		}
+		out <- time.Now()
 	}()
 	return out
 }

@@ -15,8 +15,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -286,22 +284,8 @@ func adoptDirectly(b *testing.B, ns string) func(int, *extv1beta1.SandboxClaim) 
 		if cerr != nil {
 			return cerr
 		}
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(intent)
+		adopted, err := controller.ApplySandbox(ctx, c, intent, member.ResourceVersion)
 		if err != nil {
-			return err
-		}
-		u := &unstructured.Unstructured{Object: m}
-		for _, k := range []string{"uid", "generation", "managedFields", "creationTimestamp"} {
-			unstructured.RemoveNestedField(u.Object, "metadata", k)
-		}
-		u.SetResourceVersion(member.ResourceVersion)
-		u.SetAPIVersion(agentsv1beta1.GroupVersion.String())
-		u.SetKind(agentsv1beta1.SandboxKind)
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(controller.FieldManager), client.ForceOwnership); err != nil {
-			return err
-		}
-		adopted := &agentsv1beta1.Sandbox{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, adopted); err != nil {
 			return err
 		}
 		updated := claim.DeepCopy()
