@@ -257,7 +257,7 @@ func claimsOfTemplate(c client.Reader) handler.MapFunc {
 		if err := c.List(ctx, pools, client.InNamespace(o.GetNamespace()), client.MatchingFields{templateRefIndex: o.GetName()}); err != nil {
 			return nil
 		}
-		out := claimRequests(ctx, c, o.GetNamespace(), "shadow-pool-"+o.GetName(), false)
+		out := claimRequests(ctx, c, o.GetNamespace(), render.ShadowPoolName(o.GetName()), false)
 		for _, p := range pools.Items {
 			out = append(out, claimRequests(ctx, c, o.GetNamespace(), p.Name, false)...)
 		}

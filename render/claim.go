@@ -126,6 +126,10 @@ func ResolveClaim(claim *extv1beta1.SandboxClaim, pools []*extv1beta1.SandboxWar
 
 const shadowPoolPrefix = "shadow-pool-"
 
+// ShadowPoolName is the pool v1alpha1 claims of a template without a pool of their own name
+// (ResolveClaim): a controller wakes those claims when the template changes.
+func ShadowPoolName(template string) string { return shadowPoolPrefix + template }
+
 // ClaimSandbox is the Sandbox upstream creates for a claim on the cold path (no warm Sandbox
 // adopted): named after the claim, labelled with the claim's identity and the template-ref hash,
 // the template's blueprint with the claim's volume claim templates merged, its labels and

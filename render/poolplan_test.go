@@ -437,3 +437,13 @@ func TestClaimErrorRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowPoolName: the name a controller wakes claims by is the one ResolveClaim resolves to
+// the template.
+func TestShadowPoolName(t *testing.T) {
+	tpl := poolTemplate("python:3.12")
+	c := claimOn(ShadowPoolName(tpl.Name), "1")
+	if got := ResolveClaim(c, nil, []*extv1beta1.SandboxTemplate{tpl}).Template; got != tpl {
+		t.Errorf("a claim on %q resolved to template %v, want %q", ShadowPoolName(tpl.Name), got, tpl.Name)
+	}
+}
