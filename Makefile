@@ -28,6 +28,8 @@ manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBA
 test: ## Run every test: unit, golden, and envtest against the real kube-apiserver and etcd.
 	@[ -x $(BIN)/kube-apiserver ] && [ -x $(BIN)/etcd ] || hack/tools.sh
 	go test -count=1 ./...
+	# The controller benchmarks once each at a small size, so that `make bench` works as written.
+	SANDBOX_BENCH_SIZES=20 SANDBOX_BENCH_STEADY=1s SANDBOX_BENCH_CLAIMS=3 go test -count=1 -run '^$$' -bench 'Converge|Claims' -benchtime 1x ./controller/
 
 golden: ## Rewrite the golden files from the current render (review the diff like code).
 	go test ./golden -run 'TestGolden|TestOverlays' -update
