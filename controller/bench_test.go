@@ -191,12 +191,12 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 	requestsBefore := requestCounts(b)
 	serverCPU := controlPlaneCPU(b)
 	start := time.Now()
-	parallelDo(50, n, func(i int) error {
+	creates := startParallel(50, n, func(i int) error {
 		return admin.Create(context.Background(), sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) {
 			sb.Spec.Service = ptr.To(true)
 		}))
 	})
-	end := awaitReady(b, allReady, n, "Sandboxes")
+	end := awaitReady(b, allReady, n, "Sandboxes", creates)
 	r := convergeResult{seconds: end.Sub(start).Seconds(), serverCPUSeconds: controlPlaneCPU(b) - serverCPU}
 	// Writes still in flight when the last status lands (events are sent asynchronously) are
 	// part of converging; wait for the API server to see them.
@@ -278,7 +278,7 @@ func floorDirect(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
 	})
 	serverCPU := controlPlaneCPU(b)
 	start := time.Now()
-	parallelDo(50, n, func(i int) error {
+	creates := startParallel(50, n, func(i int) error {
 		sb := sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) })
 		c, err := render.Sandbox(sb, render.Options{})
 		if err != nil {
@@ -289,7 +289,7 @@ func floorDirect(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
 		}
 		return admin.Create(context.Background(), c.Service)
 	})
-	end := awaitReady(b, allReady, n, "Pods")
+	end := awaitReady(b, allReady, n, "Pods", creates)
 	return end.Sub(start).Seconds(), controlPlaneCPU(b) - serverCPU
 }
 
@@ -311,7 +311,7 @@ func floorRequired(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
 	go eachPod(ctx, b, ns, func(p *corev1.Pod) bool { return len(p.Status.PodIPs) > 0 }, podReady)
 	serverCPU := controlPlaneCPU(b)
 	start := time.Now()
-	go parallelDo(50, n, func(i int) error {
+	creates := startParallel(50, n, func(i int) error {
 		sb := sandbox(ns, fmt.Sprintf("sb-%05d", i), func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) })
 		if err := admin.Create(ctx, sb); err != nil {
 			return err
@@ -325,7 +325,7 @@ func floorRequired(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
 		}
 		return admin.Create(ctx, c.Service)
 	})
-	go parallelDo(50, n, func(int) error {
+	statuses := startParallel(50, n, func(int) error {
 		var pod *corev1.Pod
 		select {
 		case pod = <-podReady:
@@ -348,7 +348,7 @@ func floorRequired(b *testing.B, n int) (seconds, serverCPUSeconds float64) {
 		updated.Status = *st
 		return admin.Status().Patch(ctx, updated, client.MergeFrom(sb))
 	})
-	end := awaitReady(b, allReady, n, "Sandboxes")
+	end := awaitReady(b, allReady, n, "Sandboxes", creates, statuses)
 	return end.Sub(start).Seconds(), controlPlaneCPU(b) - serverCPU
 }
 
@@ -436,22 +436,43 @@ func watchReady(b *testing.B, ns string, list client.ObjectList, n int, ready fu
 	return out
 }
 
-func awaitReady(b *testing.B, ready <-chan time.Time, n int, what string) time.Time {
-	select {
-	case t, ok := <-ready:
-		if !ok {
-			b.Fatalf("the watch of %s ended before %d were ready", what, n)
-		}
-		return t
-	case <-time.After(10 * time.Minute):
-		b.Fatalf("%d %s not ready after 10 minutes", n, what)
+// awaitReady waits until ready says n of what are ready and until every work channel (from
+// startParallel) has answered, failing the benchmark on the first error any of them reports,
+// without waiting for the rest.
+func awaitReady(b *testing.B, ready <-chan time.Time, n int, what string, work ...<-chan error) time.Time {
+	timeout := time.After(10 * time.Minute)
+	errs := make(chan error, len(work))
+	for _, w := range work {
+		go func() { errs <- <-w }()
 	}
-	return time.Time{}
+	var at time.Time
+	for returned := 0; at.IsZero() || returned < len(work); {
+		select {
+		case t, ok := <-ready:
+			if !ok {
+				b.Fatalf("the watch of %s ended before %d were ready", what, n)
+			}
+			at, ready = t, nil
+		case err := <-errs:
+			if err != nil {
+				b.Fatal(err)
+			}
+			returned++
+		case <-timeout:
+			b.Fatalf("%d %s not ready, or their writers not returned, after 10 minutes", n, what)
+		}
+	}
+	return at
 }
 
-func parallelDo(workers, n int, f func(i int) error) {
-	var wg sync.WaitGroup
+// startParallel runs f for 0..n-1 on workers goroutines in the background: the channel gets
+// the first error (or nil) once every call has returned. Benchmarks wait for it before they end
+// the calls' context: a watch can show a write's effect before the writer has read the API
+// server's answer, so "all Ready" does not mean every call has returned.
+func startParallel(workers, n int, f func(i int) error) <-chan error {
+	done := make(chan error, 1)
 	next := make(chan int)
+	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
 	for range workers {
@@ -469,14 +490,15 @@ func parallelDo(workers, n int, f func(i int) error) {
 			}
 		}()
 	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		panic(first)
-	}
+	go func() {
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		done <- first
+	}()
+	return done
 }
 
 // requestCounts is apiserver_request_total by "resource[/subresource] VERB client", every verb.

@@ -162,7 +162,7 @@ func claimBurstWith(b *testing.B, ns, pool string, n int, refill bool, pprofAddr
 	created := map[string]time.Time{}
 	before := writeCounts(b)
 	start := time.Now()
-	go parallelDo(50, n, func(i int) error {
+	creates := startParallel(50, n, func(i int) error {
 		name := fmt.Sprintf("claim-%02d", i)
 		mu.Lock()
 		created[name] = time.Now()
@@ -200,8 +200,20 @@ func claimBurstWith(b *testing.B, ns, pool string, n int, refill bool, pprofAddr
 				latencies = append(latencies, at.Sub(created[c.Name]))
 				mu.Unlock()
 			}
+		case err := <-creates:
+			if err != nil {
+				b.Fatal(err)
+			}
+			creates = nil
 		case <-ctx.Done():
 			b.Fatalf("%d of %d claims Ready after 5 minutes", len(latencies), n)
+		}
+	}
+	if creates != nil {
+		// Every claim is Ready, but a writer may not have read its last answer yet: wait for it
+		// before the deferred cancel ends the calls' context.
+		if err := <-creates; err != nil {
+			b.Fatal(err)
 		}
 	}
 	var r burstResult
