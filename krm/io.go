@@ -270,8 +270,8 @@ func sourceTexts(data []byte, items []itemPos, end int) [][]byte {
 			switch {
 			case i == start:
 				b.Write(l[indent:])
-			case len(bytes.TrimSpace(l)) == 0:
-				b.WriteString("\n")
+			case blank(l):
+				b.Write(dedentBlank(l, indent))
 			case len(l) >= indent && len(bytes.TrimLeft(l[:indent], " ")) == 0:
 				b.Write(l[indent:])
 			default:

@@ -129,7 +129,7 @@ func parseItem(lines [][]byte, first int) *kyaml.Node {
 		case i == 0:
 			l = bytes.TrimPrefix(l[1:], []byte(" "))
 		case blank(l):
-			l = []byte("\n")
+			l = dedentBlank(l, 2)
 		default:
 			l = l[2:]
 		}
@@ -175,6 +175,17 @@ func itemsKey(n *kyaml.Node) *kyaml.Node {
 }
 
 func blank(l []byte) bool { return len(bytes.TrimRight(l, " \r\n")) == 0 }
+
+// dedentBlank drops at most indent leading spaces from a line holding only spaces (and its line
+// end). Spaces past the item's indentation are content inside a literal block scalar ("|"), so
+// a line of them is kept as the whole reading keeps it, not turned into an empty line.
+func dedentBlank(l []byte, indent int) []byte {
+	n := 0
+	for n < indent && n < len(l) && l[n] == ' ' {
+		n++
+	}
+	return l[n:]
+}
 
 // isMarker tells whether a line is a YAML document marker ("---" or "..." alone or followed by a
 // space): parsed alone, an item holding one would read differently.

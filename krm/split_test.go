@@ -1,9 +1,13 @@
 package krm
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
 // TestReadSplit: reading a ResourceList item by item gives what reading it whole gives (the
@@ -22,6 +26,7 @@ func TestReadSplit(t *testing.T) {
 		"config first":        {reason: "functionConfig before the items", split: true, input: head + fc + "items:\n" + cm},
 		"comments and blanks": {reason: "head comments on the dash line, blank lines between items", split: true, input: head + "items:\n- # note\n  apiVersion: v1\n  kind: A\n  metadata: {name: x}\n\n\n" + cm + "results: []\n"},
 		"item errors":         {reason: "an item the reader refuses is reported the same", split: true, input: head + "items:\n" + cm + "- apiVersion: v1\n  kind: A\n  metadata: {name: y}\n  spec: {a: 1, a: 2}\n"},
+		"spaces in a block":   {reason: "a line of spaces inside a literal block scalar is content, kept as the whole reading keeps it", split: true, input: head + "items:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n  data:\n    k: |\n      foo\n        \n      \n \n      bar\n" + fc},
 		"crlf":                {reason: "Windows line ends", split: true, input: "apiVersion: config.kubernetes.io/v1\r\nkind: ResourceList\r\nitems:\r\n- apiVersion: v1\r\n  kind: A\r\n  metadata:\r\n    name: x\r\n"},
 		"flow items":          {reason: "a flow list is not cut", input: head + "items: [{apiVersion: v1, kind: A, metadata: {name: x}}]\n"},
 		"flow item":           {reason: "an item in flow style", input: head + "items:\n- {apiVersion: v1, kind: A, metadata: {name: x}}\n"},
@@ -99,5 +104,25 @@ func compareReadings(data []byte) string {
 	if whole.FunctionConfig != nil {
 		wfc = whole.FunctionConfig
 	}
-	return cmp.Diff(of(wfc, wsrcs, wtexts), of(fc, srcs, texts))
+	if diff := cmp.Diff(of(wfc, wsrcs, wtexts), of(fc, srcs, texts)); diff != "" {
+		return diff
+	}
+	// Both readings share the texts passed through: each must read as its item does.
+	for i, text := range wtexts {
+		if text == nil || wsrcs[i].obj == nil {
+			continue
+		}
+		var doc kyaml.Node
+		if err := kyaml.Unmarshal(text, &doc); err != nil || len(doc.Content) != 1 {
+			return fmt.Sprintf("item %d's text does not read as one document (%v):\n%s", i, err, text)
+		}
+		obj, err := manifest.NodeObject(doc.Content[0])
+		if err != nil {
+			return fmt.Sprintf("item %d's text: %v", i, err)
+		}
+		if diff := cmp.Diff(wsrcs[i].obj.Object, obj.Object); diff != "" {
+			return fmt.Sprintf("item %d's text reads differently from the item (-item +text):\n%s", i, diff)
+		}
+	}
+	return ""
 }

@@ -50,6 +50,9 @@ var ResourceLists = []string{
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n---\napiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n",
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec: {clusterDomain: 'bad domain!', policies: {packs: {restricted: 'yes'}}}\n",
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data: {flag: yes}\n",
+	// Lines of spaces inside a literal block: content, which the item-by-item reading and the
+	// passed-through text once turned into empty lines.
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data:\n    k: |\n      a\n        \n \n      b\n",
 }
 
 // GoldenInputs are the input files of the golden render cases, each as one stream.
