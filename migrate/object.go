@@ -9,7 +9,9 @@
 package migrate
 
 import (
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -144,10 +146,10 @@ func (c *converter) object(obj *yaml) {
 	if !IsV1alpha1(av.Value) {
 		return
 	}
-	if c.keptByWebhook(obj) {
+	group := strings.TrimSuffix(av.Value, "/"+fromVersion)
+	if !c.restoreWebhookKept(obj, group, kv.Value) {
 		return
 	}
-	group := strings.TrimSuffix(av.Value, "/"+fromVersion)
 	switch {
 	case group == agentsGroup && kv.Value == "Sandbox":
 		c.sandbox(obj)
@@ -164,26 +166,132 @@ func (c *converter) object(obj *yaml) {
 	c.setScalar(av, group+"/"+toVersion)
 }
 
-// keptByWebhook refuses an object read through the conversion webhook that carries v1beta1
-// fields v1alpha1 cannot hold (in convert.V1beta1Annotation): restoring them is not an edit of
-// the written text, and dropping them would lose them.
-func (c *converter) keptByWebhook(obj *yaml) bool {
+// restoreWebhookKept handles the annotation in which the conversion webhook keeps, on an object
+// read through v1alpha1, the v1beta1 fields v1alpha1 cannot hold (convert.V1beta1Annotation).
+// What it keeps of a live object's status (a Sandbox's nodeName, a pool's observedGeneration) and
+// a pool's unset replicas go back where v1beta1 holds them, as the webhook's own conversion puts
+// them, and the annotation goes: objects exported with a v1alpha1 client carry it nearly always.
+// Anything else (a claim's volumeClaimTemplates, an operating mode v1alpha1 cannot say) is
+// refused, since the written text does not say it and dropping it would lose it. It reports
+// false when the object is refused.
+func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 	_, md := get(obj, "metadata")
-	if md == nil || md.Kind != kyaml.MappingNode {
-		return false
-	}
 	_, ann := get(md, "annotations")
-	if ann == nil || ann.Kind != kyaml.MappingNode {
-		return false
-	}
-	k, _ := get(ann, convert.V1beta1Annotation)
+	k, v := get(ann, convert.V1beta1Annotation)
 	if k == nil {
+		return true
+	}
+	// Removing the annotation edits both mappings: neither may be shared through an anchor.
+	before := len(c.res.Findings) // a List's items share the result
+	mdPath := field.NewPath("metadata")
+	annPath := mdPath.Child("annotations")
+	if c.checkMapping(md, mdPath) == nil || c.checkMapping(ann, annPath) == nil {
 		return false
 	}
-	c.fail(k, field.Forbidden(field.NewPath("metadata", "annotations").Key(convert.V1beta1Annotation),
-		"the conversion webhook keeps here v1beta1 fields this v1alpha1 copy cannot hold; export the object as v1beta1 instead "+
-			"(kubectl get <kind>.v1beta1.<group> -o yaml)"))
+	p := annPath.Key(convert.V1beta1Annotation)
+	var kept map[string]json.RawMessage
+	if v.Kind != kyaml.ScalarNode || json.Unmarshal([]byte(v.Value), &kept) != nil {
+		c.fail(v, field.Invalid(p, v.Value, "not what the conversion webhook writes (a JSON object); remove it or export the object as v1beta1"))
+		return false
+	}
+	restorable := map[string]bool{}
+	switch {
+	case group == agentsGroup && kind == "Sandbox":
+		restorable["nodeName"] = true
+	case group == extensionsGroup && kind == "SandboxWarmPool":
+		restorable["observedGeneration"], restorable["replicas"] = true, true
+	}
+	var other []string
+	for key := range kept {
+		if !restorable[key] {
+			other = append(other, key)
+		}
+	}
+	if len(other) > 0 {
+		sort.Strings(other)
+		c.fail(k, field.Forbidden(p, fmt.Sprintf("the conversion webhook keeps here v1beta1 fields this v1alpha1 copy cannot hold (%s); export the object as v1beta1 instead "+
+			"(kubectl get <kind>.v1beta1.<group> -o yaml)", strings.Join(other, ", "))))
+		return false
+	}
+	if raw, ok := kept["nodeName"]; ok {
+		var name string
+		if json.Unmarshal(raw, &name) != nil {
+			c.fail(v, field.Invalid(p.Child("nodeName"), string(raw), "must be a string"))
+			return false
+		}
+		c.putStatusScalar(obj, "nodeName", name, "!!str")
+	}
+	if raw, ok := kept["observedGeneration"]; ok {
+		var gen int64
+		if json.Unmarshal(raw, &gen) != nil {
+			c.fail(v, field.Invalid(p.Child("observedGeneration"), string(raw), "must be an integer"))
+			return false
+		}
+		c.putStatusScalar(obj, "observedGeneration", strconv.FormatInt(gen, 10), "!!int")
+	}
+	if raw, ok := kept["replicas"]; ok && !c.restorePoolReplicas(obj, raw, p.Child("replicas"), v) {
+		return false
+	}
+	if len(ann.Content) == 2 {
+		annKey, _ := get(md, "annotations")
+		c.deletePair(md, annKey, ann) // no empty map left behind, as the webhook leaves none
+	} else {
+		c.deletePair(ann, k, v)
+	}
+	return len(c.res.Findings) == before
+}
+
+// restorePoolReplicas puts back a pool's spec.replicas as v1beta1 had it, while the v1alpha1
+// value is still the one the webhook wrote beside it (raw is {"value": …, "with": …}); a value
+// changed since, through v1alpha1, wins, as it does in the webhook.
+func (c *converter) restorePoolReplicas(obj *yaml, raw json.RawMessage, p *field.Path, at *yaml) bool {
+	var r struct {
+		Value *int32 `json:"value"`
+		With  int32  `json:"with"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		c.fail(at, field.Invalid(p, string(raw), `must be {"value": <replicas or null>, "with": <replicas>}`))
+		return false
+	}
+	spec := c.mapping(obj, "spec", field.NewPath("spec"))
+	k, v := get(spec, "replicas")
+	if k == nil || v.Kind != kyaml.ScalarNode || v.Value != strconv.Itoa(int(r.With)) {
+		return true
+	}
+	if r.Value == nil {
+		c.deletePair(spec, k, v)
+	} else {
+		c.setTyped(v, strconv.Itoa(int(*r.Value)), "!!int")
+	}
 	return true
+}
+
+// putStatusScalar sets status.key, adding the key, or the status, when absent.
+func (c *converter) putStatusScalar(obj *yaml, key, value, tag string) {
+	statusKey, status := get(obj, "status")
+	if status = c.checkMapping(status, field.NewPath("status")); status == nil {
+		if statusKey != nil {
+			return // checkMapping said why
+		}
+		c.edits = append(c.edits, func() {
+			obj.Content = append(obj.Content, &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: "status"},
+				&yaml{Kind: kyaml.MappingNode, Tag: "!!map", Content: []*yaml{
+					{Kind: kyaml.ScalarNode, Tag: "!!str", Value: key},
+					{Kind: kyaml.ScalarNode, Tag: tag, Value: value},
+				}})
+			c.res.reencode = true
+		})
+		return
+	}
+	if _, v := get(status, key); v != nil {
+		if v.Kind != kyaml.ScalarNode {
+			c.fail(v, field.Invalid(field.NewPath("status", key), v.Value, "must be a scalar"))
+			return
+		}
+		c.setTyped(v, value, tag)
+		return
+	}
+	c.prependPair(statusKey, status, key, value, tag)
 }
 
 // list converts the items of a v1 List (what kubectl get -o yaml writes) into the List's result;
@@ -276,7 +384,7 @@ func (c *converter) template(obj *yaml) {
 		c.deletePair(anns, k, v)
 	}
 	specKey, _ := get(obj, "spec")
-	c.prependPair(specKey, spec, "volumeClaimTemplatesPolicy", policy)
+	c.prependPair(specKey, spec, "volumeClaimTemplatesPolicy", policy, "!!str")
 }
 
 // claim: the template reference and warm pool policy become the one pool reference of v1beta1,
@@ -429,7 +537,10 @@ type textEdit struct {
 }
 
 // setScalar plans setting a scalar's value, keeping its quoting.
-func (c *converter) setScalar(n *yaml, value string) {
+func (c *converter) setScalar(n *yaml, value string) { c.setTyped(n, value, "!!str") }
+
+// setTyped plans setting a scalar's value and tag (!!str, !!int), keeping its quoting.
+func (c *converter) setTyped(n *yaml, value, tag string) {
 	if n.Anchor != "" {
 		c.fail(n, field.Invalid(nil, "&"+n.Anchor, "a YAML anchor: editing it would change every alias of it; write the aliases out in full first"))
 		return
@@ -437,7 +548,12 @@ func (c *converter) setScalar(n *yaml, value string) {
 	c.edits = append(c.edits, func() {
 		old := n.Value
 		n.Value = value
-		n.Tag = "!!str"
+		n.Tag = tag
+		if tag != "!!str" && n.Style != 0 {
+			n.Style = 0 // a quoted number reads as a string
+			c.res.reencode = true
+			return
+		}
 		switch n.Style {
 		case 0:
 			c.res.edits = append(c.res.edits, textEdit{line: n.Line, col: n.Column, old: old, new: value})
@@ -497,11 +613,11 @@ func (c *converter) deletePair(m, k, v *yaml) {
 // prependPair plans adding key: value as the first pair of the block mapping m (the value of
 // parentKey), on a line of its own right after parentKey's line, at the indentation of the
 // mapping's first key, so comments above that key stay with it.
-func (c *converter) prependPair(parentKey, m *yaml, key, value string) {
+func (c *converter) prependPair(parentKey, m *yaml, key, value, tag string) {
 	c.edits = append(c.edits, func() {
 		kn := &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: key}
-		vn := &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: value}
-		if m.Style&kyaml.FlowStyle != 0 || len(m.Content) == 0 || !plainSafe(value) || parentKey == nil || parentKey.Line >= m.Content[0].Line {
+		vn := &yaml{Kind: kyaml.ScalarNode, Tag: tag, Value: value}
+		if m.Style&kyaml.FlowStyle != 0 || len(m.Content) == 0 || !plainSafe(value, tag) || parentKey == nil || parentKey.Line >= m.Content[0].Line {
 			c.res.reencode = true
 		} else {
 			first := m.Content[0]
@@ -512,8 +628,9 @@ func (c *converter) prependPair(parentKey, m *yaml, key, value string) {
 	})
 }
 
-// plainSafe reports whether a value can be written unquoted and still read back as that string.
-func plainSafe(s string) bool {
+// plainSafe reports whether a value can be written unquoted and still read back as that value
+// of that tag (!!str, !!int).
+func plainSafe(s, tag string) bool {
 	if s == "" {
 		return false
 	}
@@ -526,6 +643,11 @@ func plainSafe(s string) bool {
 	if err := kyaml.Unmarshal([]byte(s), &v); err != nil {
 		return false
 	}
-	_, isString := v.(string)
-	return isString
+	switch v.(type) {
+	case string:
+		return tag == "!!str"
+	case int, int64, uint64:
+		return tag == "!!int"
+	}
+	return false
 }
