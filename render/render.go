@@ -67,7 +67,7 @@ func RenderEach(in *Input, opts Options, emit func(Child)) error {
 		}
 		return fmt.Errorf("invalid render options: %s", strings.Join(msgs, "; "))
 	}
-	r := &renderer{opts: opts, emit: emit, made: map[string]Child{}}
+	r := &renderer{opts: opts, emit: emit, made: map[string]madeSandbox{}}
 	// Work in name order so that errors, and which of two colliding objects is reported first, do
 	// not depend on input order.
 	for _, t := range sortedByName(in.Templates) {
@@ -100,8 +100,9 @@ type renderer struct {
 	opts Options
 	emit func(Child)
 	errs []error
-	// made are the Sandboxes rendered from claims and pools, by namespace/name.
-	made map[string]Child
+	// made are the Sandboxes rendered from claims and pools, by namespace/name: what they were
+	// made from and their marker, not the objects, which RenderEach lets go once emitted.
+	made map[string]madeSandbox
 }
 
 func (r *renderer) invalid(kind string, obj metav1.Object, errs ...*field.Error) {
@@ -174,21 +175,27 @@ func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, parent string, ctrl contr
 		MarkerValue: sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel]}
 	key := sb.Namespace + "/" + sb.Name
 	if prev, dup := r.made[key]; dup {
-		r.errs = append(r.errs, fmt.Errorf("Sandbox %s is rendered twice: from %s and from %s; rename one of them", key, prev.Parent, parent))
+		r.errs = append(r.errs, fmt.Errorf("Sandbox %s is rendered twice: from %s and from %s; rename one of them", key, prev.parent, parent))
 		return
 	}
-	r.made[key] = child
+	r.made[key] = madeSandbox{parent: parent, marker: child.MarkerValue}
 	r.emit(child)
 	r.children(sb, ctrl)
+}
+
+// madeSandbox is what a later hand-written Sandbox of the same name is checked against.
+type madeSandbox struct {
+	parent string // "SandboxClaim ns/name", as in Child.Parent
+	marker string // its template-hash label, as in Child.MarkerValue
 }
 
 // handWritten renders a Sandbox from the input, unless it is an earlier render of a Sandbox made
 // from a claim or pool (rendering a render's output again must change nothing).
 func (r *renderer) handWritten(sb *agentsv1beta1.Sandbox) {
 	if made, ok := r.made[sb.Namespace+"/"+sb.Name]; ok {
-		if sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel] != made.MarkerValue || sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == "" {
+		if sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel] != made.marker || sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == "" {
 			r.invalid(agentsv1beta1.SandboxKind, sb, field.Forbidden(field.NewPath("metadata", "name"),
-				"a Sandbox of this name is rendered from "+made.Parent+"; rename one of them"))
+				"a Sandbox of this name is rendered from "+made.parent+"; rename one of them"))
 		}
 		return
 	}
