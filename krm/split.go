@@ -9,6 +9,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
 )
 
 // readSplit reads a ResourceList laid out as kustomize and kyaml write one (a block "items:" at
@@ -30,7 +31,7 @@ func readSplit(data []byte) (*framework.ResourceList, []source, [][]byte, bool) 
 	itemsAt := -1 // 0-based line of "items:"
 	for i, l := range lines {
 		switch {
-		case len(l) > 0 && l[0] == '%', isMarker(l):
+		case len(l) > 0 && l[0] == '%', yamlread.IsDocumentMarker(l):
 			return nil, nil, nil, false
 		case string(bytes.TrimRight(l, " \r\n")) == "items:":
 			if itemsAt >= 0 {
@@ -133,7 +134,7 @@ func parseItem(lines [][]byte, first int) *kyaml.Node {
 		default:
 			l = l[2:]
 		}
-		if len(l) > 0 && l[0] == '%' || isMarker(l) {
+		if len(l) > 0 && l[0] == '%' || yamlread.IsDocumentMarker(l) {
 			return nil
 		}
 		text.Write(l)
@@ -150,18 +151,8 @@ func parseItem(lines [][]byte, first int) *kyaml.Node {
 	if n.Kind != kyaml.MappingNode || n.Style&kyaml.FlowStyle != 0 {
 		return nil
 	}
-	shift(n, first, 2)
+	yamlread.Shift(n, first, 2)
 	return n
-}
-
-// shift moves a node parsed on its own to where it sits in the whole document. Aliases are not
-// followed: the node they name is in the tree too.
-func shift(n *kyaml.Node, lines, columns int) {
-	n.Line += lines
-	n.Column += columns
-	for _, c := range n.Content {
-		shift(c, lines, columns)
-	}
 }
 
 // itemsKey is the key node "items" of a mapping, or nil.
@@ -185,13 +176,4 @@ func dedentBlank(l []byte, indent int) []byte {
 		n++
 	}
 	return l[n:]
-}
-
-// isMarker tells whether a line is a YAML document marker ("---" or "..." alone or followed by a
-// space): parsed alone, an item holding one would read differently.
-func isMarker(l []byte) bool {
-	if len(l) < 3 || !(bytes.HasPrefix(l, []byte("---")) || bytes.HasPrefix(l, []byte("..."))) {
-		return false
-	}
-	return len(l) == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\n' || l[3] == '\r'
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	agentsv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1alpha1"
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
@@ -55,14 +56,14 @@ func SandboxToHub(in *agentsv1alpha1.Sandbox) *agentsv1beta1.Sandbox {
 	dropAnnotation(&out.ObjectMeta, V1alpha1Annotation)
 	var b sandboxBeta
 	if takeAnnotation(&out.ObjectMeta, V1beta1Annotation, &b) {
-		if k := b.OperatingMode; k != nil && equalPtr(k.With, in.Spec.Replicas) {
+		if k := b.OperatingMode; k != nil && ptr.Equal(k.With, in.Spec.Replicas) {
 			out.Spec.OperatingMode = k.Value
 		}
 		out.Status.NodeName = b.NodeName
 	}
 	back := sandboxV1alpha1(out)
 	var a sandboxAlpha
-	if !equalPtr(back.Spec.Replicas, in.Spec.Replicas) {
+	if !ptr.Equal(back.Spec.Replicas, in.Spec.Replicas) {
 		a.Replicas = &kept[*int32, agentsv1beta1.SandboxOperatingMode]{copyInt32(in.Spec.Replicas), out.Spec.OperatingMode}
 	}
 	if back.Status.Replicas != in.Status.Replicas {
@@ -245,11 +246,4 @@ func dropAnnotation(m *metav1.ObjectMeta, key string) {
 	if len(m.Annotations) == 0 {
 		m.Annotations = nil
 	}
-}
-
-func equalPtr[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }

@@ -83,7 +83,7 @@ func ReadNodes(data []byte) ([]Node, error) {
 		}
 		index++
 		content := doc.Content[0]
-		shiftLines(content, firstLine-1, map[*kyaml.Node]bool{})
+		Shift(content, firstLine-1, 0)
 		n := Node{Node: content, Index: index, Line: content.Line}
 		if withText {
 			n.Text = chunk
@@ -109,7 +109,7 @@ func ReadNodes(data []byte) ([]Node, error) {
 		if end := bytes.IndexByte(data[pos:], '\n'); end >= 0 {
 			next = pos + end + 1
 		}
-		if l := data[pos:next]; marker(l) {
+		if l := data[pos:next]; IsDocumentMarker(l) {
 			if err := parse(chunk(pos), startLine, prefix == nil); err != nil {
 				return nil, err
 			}
@@ -127,9 +127,10 @@ func ReadNodes(data []byte) ([]Node, error) {
 	return out, nil
 }
 
-// marker reports whether a line is a document marker: "---" or "..." at the start of the line,
-// followed by whitespace or the end of the line.
-func marker(l []byte) bool {
+// IsDocumentMarker reports whether a line is a document marker: "---" or "..." at the start of
+// the line, followed by whitespace or the end of the line. Readers that cut a stream by lines
+// (this one, and the KRM function's item-by-item reading) must not cut inside one.
+func IsDocumentMarker(l []byte) bool {
 	if len(l) < 3 || !(bytes.HasPrefix(l, []byte("---")) || bytes.HasPrefix(l, []byte("..."))) {
 		return false
 	}
@@ -187,15 +188,14 @@ func lineEnds(b []byte) []int {
 	return out
 }
 
-// shiftLines moves a parsed document's line numbers to where it sits in the stream.
-func shiftLines(n *kyaml.Node, by int, seen map[*kyaml.Node]bool) {
-	if n == nil || seen[n] {
-		return
-	}
-	seen[n] = true
-	n.Line += by
+// Shift moves the positions of a node parsed on its own to where its text sits in a larger
+// stream: lines down, columns right. Aliases are not followed (yaml.v3 keeps the node an alias
+// names under Alias, not Content), so every node is visited once.
+func Shift(n *kyaml.Node, lines, columns int) {
+	n.Line += lines
+	n.Column += columns
 	for _, c := range n.Content {
-		shiftLines(c, by, seen)
+		Shift(c, lines, columns)
 	}
 }
 
