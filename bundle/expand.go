@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -172,26 +171,13 @@ func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encod
 		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 		return nil, errors.Join(errs...)
 	}
-	sort.Stable(byKey{out, keys})
+	manifest.SortByKeys(out, keys)
 	return out, nil
 }
 
 // convertBatch is how many children are converted at once: enough to keep every core busy, few
 // enough that their typed forms are let go soon.
 const convertBatch = 1024
-
-// byKey sorts entries by their canonical keys (manifest.SortCanonical's order).
-type byKey struct {
-	entries []Entry
-	keys    []manifest.CanonicalKey
-}
-
-func (b byKey) Len() int           { return len(b.entries) }
-func (b byKey) Less(i, j int) bool { return b.keys[i].Compare(b.keys[j]) < 0 }
-func (b byKey) Swap(i, j int) {
-	b.entries[i], b.entries[j] = b.entries[j], b.entries[i]
-	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
-}
 
 // toUnstructured converts a typed child. A rendered child is desired state: it has no status
 // (Go's zero values would otherwise put status: {} or status.loadBalancer: {} into every

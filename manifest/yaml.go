@@ -76,7 +76,13 @@ func SortCanonical(objs []*unstructured.Unstructured) {
 	for i, o := range objs {
 		keys[i] = KeyOf(o)
 	}
-	sort.Stable(byKey{objs, keys})
+	SortByKeys(objs, keys)
+}
+
+// SortByKeys orders items stably by keys[i], the key of items[i], moving both together: for
+// lists of what is not yet an object (entries of a bundle) whose order must be SortCanonical's.
+func SortByKeys[T any](items []T, keys []CanonicalKey) {
+	sort.Stable(byKey[T]{items, keys})
 }
 
 // CanonicalKey is what SortCanonical orders by: kind, namespace, name, then apiVersion.
@@ -103,14 +109,14 @@ func (k CanonicalKey) Compare(o CanonicalKey) int {
 	return strings.Compare(k.APIVersion, o.APIVersion)
 }
 
-type byKey struct {
-	objs []*unstructured.Unstructured
-	keys []CanonicalKey
+type byKey[T any] struct {
+	items []T
+	keys  []CanonicalKey
 }
 
-func (b byKey) Len() int           { return len(b.objs) }
-func (b byKey) Less(i, j int) bool { return b.keys[i].Compare(b.keys[j]) < 0 }
-func (b byKey) Swap(i, j int) {
-	b.objs[i], b.objs[j] = b.objs[j], b.objs[i]
+func (b byKey[T]) Len() int           { return len(b.items) }
+func (b byKey[T]) Less(i, j int) bool { return b.keys[i].Compare(b.keys[j]) < 0 }
+func (b byKey[T]) Swap(i, j int) {
+	b.items[i], b.items[j] = b.items[j], b.items[i]
 	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }
