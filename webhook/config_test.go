@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
 // TestCertManagerComponent: config/default with the component config/certmanager builds, and its
@@ -33,7 +34,7 @@ func TestCertManagerComponent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kustomize build: %v %s", err, stderrOf(err))
 	}
-	objs, err := decodeAll(out)
+	objs, err := manifest.Parse("kustomize build", out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -38,6 +36,7 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/webhook"
 )
 
@@ -104,7 +103,7 @@ func setup(env *envtest.Environment, cfg *rest.Config) error {
 	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	if webhookPort, err = freePort(); err != nil {
+	if webhookPort, err = testenv.FreeLoopbackPort(); err != nil {
 		return err
 	}
 	crds, err := crd.All()
@@ -148,38 +147,12 @@ func configDefault() ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build config/default: %w", err)
 	}
-	return decodeAll(out)
-}
-
-func decodeAll(b []byte) ([]*unstructured.Unstructured, error) {
-	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := d.Decode(&u.Object); err != nil {
-			if err.Error() == "EOF" {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
+	return manifest.Parse("config/default", out)
 }
 
 // conversionURL is where the suite's CRDs send conversions: the one webhook port.
 func conversionURL() *string {
 	return ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", webhookPort, webhook.Path))
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // running is one webhook as sandbox-controller runs it: a manager (as the controller's
@@ -200,11 +173,7 @@ func startWebhook(t *testing.T, opts *webhook.Options, certDir string) *running 
 			t.Fatal(err)
 		}
 	}
-	probePort, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &running{rotator: rot, probes: fmt.Sprintf("127.0.0.1:%d", probePort)}
+	r := &running{rotator: rot, probes: testenv.FreeAddr(t)}
 	mgr, err := ctrl.NewManager(asController, ctrl.Options{
 		Scheme:                 clientgoscheme.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -36,26 +36,31 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 // test starts (a controller's metrics, a webhook).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 // FreePort is FreeAddr's port.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	_, port, err := net.SplitHostPort(FreeAddr(t))
+	port, err := FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := strconv.Atoi(port)
+	return port
+}
+
+// FreeLoopbackPort is FreePort for a TestMain, which has no testing.TB to fail.
+func FreeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
-	return n
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // ResetWebhookCertificates empties the conversion webhook's Secret and the CRDs' caBundle, as a
