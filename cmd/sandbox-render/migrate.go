@@ -14,8 +14,9 @@ import (
 )
 
 const migrateLong = `Rewrites the v1alpha1 agent-sandbox objects (Sandbox, SandboxTemplate, SandboxClaim,
-SandboxWarmPool) of YAML files in place as v1beta1, the version this project's CRDs serve, with
-upstream's conversion rules:
+SandboxWarmPool) of YAML files in place as v1beta1, the version this project's CRDs store
+(v1alpha1 is served only through the controller's conversion webhook), with upstream's
+conversion rules:
 
   Sandbox          spec.replicas 0 / 1 becomes spec.operatingMode Suspended / Running
   SandboxTemplate  the api.agents.x-k8s.io/v1beta1-volume-claim-templates-policy annotation becomes
@@ -32,7 +33,10 @@ one-line flow mapping, is re-encoded with its comments). Directories are searche
 Nothing is written unless every file parses and every object converts without losing
 information: a claim whose template differs from the template of the pool it names (among the
 files given) is an error naming the field; fields behind YAML aliases or merge keys are refused.
-Warnings (a "none" warm pool policy, a pool not among the files) are printed and do not stop the
+Objects exported with a v1alpha1 client carry the conversion webhook's
+conversion.sandbox-gitops.dev/v1beta1 annotation: the status fields and pool replicas it keeps are
+put back where v1beta1 holds them; any other field it keeps (a claim's volumeClaimTemplates) is
+an error: export such objects as v1beta1. Warnings (a "none" warm pool policy, a pool not among the files) are printed and do not stop the
 migration. Each file is written to a temporary file beside it and renamed into place.
 
 With --check nothing is written: the files that would change are listed on standard output and

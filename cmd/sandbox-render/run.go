@@ -229,7 +229,7 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.config, "config", "", "a SandboxRender functionConfig file with the render options (see sandbox-render --help)")
 	cmd.Flags().StringVar(&f.clusterDomain, "cluster-domain", "", "cluster DNS domain for Service FQDNs (overrides the config; default cluster.local)")
 	cmd.Flags().StringVar(&f.now, "now", "", "preview the moment given (RFC 3339, e.g. 2026-06-01T12:00:00Z): Sandboxes past their shutdownTime render as the controller leaves them, with a warning (overrides the config's spec.now)")
-	cmd.Flags().BoolVar(&f.keepSourceVersions, "keep-source-versions", false, "write v1alpha1 input objects as they are instead of converted to v1beta1 (for clusters that still serve v1alpha1)")
+	cmd.Flags().BoolVar(&f.keepSourceVersions, "keep-source-versions", false, "write v1alpha1 input objects as they are instead of converted to v1beta1 (for clusters that serve v1alpha1: ours with the controller's conversion webhook, or upstream's)")
 }
 
 // load parses the configuration: --config, else a SandboxRender object among the inputs, else
@@ -308,8 +308,8 @@ order) or - (standard input; also read when no argument is given and standard in
 terminal), and writes one YAML stream on standard output, sorted by kind, namespace and name: every
 input object (objects of other kinds unchanged; the agent-sandbox ones only with keepSources: true,
 the default) and every object they render to. v1alpha1 agent-sandbox objects are written as
-v1beta1, the version the CRDs serve (only the fields that differ change; --keep-source-versions
-writes them as they are); sandbox-render migrate rewrites such files in place.
+v1beta1, the version the CRDs store and serve without the controller (only the fields that
+differ change; --keep-source-versions writes them as they are); sandbox-render migrate rewrites such files in place.
 
 A SandboxRender object among the inputs (a directory's render.yaml) is the configuration, as
 --config would give it; it and Kustomization files are not written out.
