@@ -278,7 +278,10 @@ func (r *Rotator) publish(ctx context.Context, name string, bundle []byte) error
 	if !bytes.Equal(conv.Webhook.ClientConfig.CABundle, bundle) {
 		before := crd.DeepCopy()
 		crd.Spec.Conversion.Webhook.ClientConfig.CABundle = bundle
-		if err := r.client.Patch(ctx, crd, client.MergeFrom(before)); err != nil {
+		// With the resourceVersion read above: another writer of the CRD in between (a GitOps
+		// apply of config/crd, a second replica) makes this a conflict and the next pass reads
+		// again, instead of a patch built on a stale read.
+		if err := r.client.Patch(ctx, crd, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("setting the caBundle of CRD %s: %w", name, err)
 		}
 		r.log.Info("published the webhook's CA bundle", "crd", name)

@@ -2,9 +2,10 @@
 // v1beta1 hub, following upstream's rules (api/v1alpha1/*_conversion.go upstream). It is pure: no
 // client, no webhook.
 //
-// Sandbox, SandboxTemplate, SandboxClaim and SandboxWarmPool are the plain one-way conversions
-// the render's edge uses. The *ToHub and *FromHub pairs (lossless.go) are what the conversion
-// webhook serves: every value one version cannot hold is kept in an annotation of the other, so a
+// Sandbox, SandboxTemplate, SandboxClaim and SandboxWarmPool are upstream's plain one-way rules.
+// The *ToHub and *FromHub pairs (lossless.go) build on them and are what the project uses: the
+// render's edge (manifest.Decode) reads v1alpha1 input with *ToHub, and the conversion webhook
+// serves both. Every value one version cannot hold is kept in an annotation of the other, so a
 // round trip in either direction gives back exactly what was written. Upstream instead copies the
 // whole v1alpha1 object into an api.agents.x-k8s.io/v1alpha1-*-state annotation of the stored
 // object, and loses v1beta1-only fields on a v1alpha1 update.
