@@ -86,10 +86,12 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 		plan.Status = &st
 		return plan
 	case CleanUp:
-		if pod, _ := resolvePod(sb, obs.Pods); pod != nil && OwnershipOf(pod, sb) == OwnedBySandbox {
+		// A child already terminating (a Pod in its grace period) is not deleted again: the
+		// delete would change nothing and cost a write and an event every pass until it is gone.
+		if pod, _ := resolvePod(sb, obs.Pods); pod != nil && OwnershipOf(pod, sb) == OwnedBySandbox && pod.DeletionTimestamp == nil {
 			plan.Steps = append(plan.Steps, Step{ActionDelete, "Pod", pod.Name, nil})
 		}
-		if obs.Service != nil && OwnershipOf(obs.Service, sb) == OwnedBySandbox {
+		if obs.Service != nil && OwnershipOf(obs.Service, sb) == OwnedBySandbox && obs.Service.DeletionTimestamp == nil {
 			plan.Steps = append(plan.Steps, Step{ActionDelete, "Service", obs.Service.Name, nil})
 		}
 		if plan.Expiry.DeleteSandbox {
