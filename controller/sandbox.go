@@ -78,6 +78,15 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	r.Events.applied(sb, wrote)
 	if err != nil {
+		if refusedByAPIServer(err) {
+			// Admission, a quota or validation said no: retrying will not change that until
+			// someone acts, so the Sandbox says why, as upstream's does for any error of a pass.
+			if st := plan.FailedStatus(sb, err, now, r.Render); st != nil {
+				if serr := r.writeStatus(ctx, sb, st); serr != nil {
+					err = errors.Join(err, serr)
+				}
+			}
+		}
 		return ctrl.Result{}, err
 	}
 
@@ -306,6 +315,14 @@ func (r *SandboxReconciler) execute(ctx context.Context, sb *agentsv1beta1.Sandb
 		}
 	}
 	return out, nil
+}
+
+// refusedByAPIServer tells a write the API server refused on its merits (admission webhooks and
+// PodSecurity, quotas, validation) from one that failed on the way (a timeout, an unavailable
+// server, a conflict), which the retry settles without anyone acting and which is not worth a
+// status write of its own.
+func refusedByAPIServer(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err)
 }
 
 // done is a step that wrote something, and what it did.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -245,4 +246,83 @@ func TestStatusHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFailedStatus: a pass whose write the API server refused reports it as upstream reports any
+// error of a pass, with the rest of the status as the children were before the pass.
+func TestFailedStatus(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	sb := &agentsv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: "default", UID: types.UID("sb-uid"), Generation: 1},
+		Spec: agentsv1beta1.SandboxSpec{
+			SandboxBlueprint: agentsv1beta1.SandboxBlueprint{PodTemplate: agentsv1beta1.PodTemplate{
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+			}, Service: ptr.To(true)},
+		},
+	}
+	children, err := Sandbox(sb, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := children.Pod.DeepCopy()
+	running.Spec.NodeName = "node-a"
+	running.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIPs: []corev1.PodIP{{IP: "10.0.0.7"}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	invalid := sb.DeepCopy()
+	invalid.Spec.PodTemplate.Spec.Containers = nil
+	expiring := sb.DeepCopy()
+	expiring.Spec.ShutdownTime = &metav1.Time{Time: now.Add(-time.Hour)}
+	refused := errors.New(`applying Pod "box": pods "box" is forbidden: violates PodSecurity "restricted:latest"`)
+
+	type summary struct {
+		Reason, Message string
+		PodScheduled    bool
+		PodIPs          []string
+		Service         string
+	}
+	cases := map[string]struct {
+		reason string
+		sb     *agentsv1beta1.Sandbox
+		obs    ObservedChildren
+		err    error
+		want   *summary
+	}{
+		"refused pod create": {
+			reason: "nothing was made: no PodScheduled condition, no IPs, no Service", sb: sb, err: refused,
+			want: &summary{Reason: agentsv1beta1.ReasonReconcilerError, Message: "Error seen: " + refused.Error()},
+		},
+		"refused service create": {
+			reason: "the running Pod still shows; the Service that was refused does not", sb: sb,
+			obs: ObservedChildren{Pods: []*corev1.Pod{running}}, err: refused,
+			want: &summary{Reason: agentsv1beta1.ReasonReconcilerError, Message: "Error seen: " + refused.Error(), PodScheduled: true, PodIPs: []string{"10.0.0.7"}},
+		},
+		"no error":         {reason: "nothing to amend", sb: sb},
+		"invalid sandbox":  {reason: "its status already names the render error", sb: invalid, err: refused},
+		"expiring sandbox": {reason: "the expiry status stands; the delete is retried", sb: expiring, err: refused},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			st := PlanSandbox(tc.sb, tc.obs, now, Options{}).FailedStatus(tc.sb, tc.err, now, Options{})
+			var got *summary
+			if st != nil {
+				ready := findCond(st.Conditions, agentsv1beta1.ConditionReady)
+				got = &summary{PodIPs: st.PodIPs, Service: st.Service, PodScheduled: findCond(st.Conditions, agentsv1beta1.ConditionPodScheduled) != nil}
+				if ready != nil {
+					got.Reason, got.Message = ready.Reason, ready.Message
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func findCond(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
 }

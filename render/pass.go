@@ -72,6 +72,29 @@ type SandboxPlan struct {
 	Status *agentsv1beta1.SandboxStatus `json:"status,omitempty"`
 	// Pod is the Sandbox's Pod as the status saw it (for StatusHold), nil if none.
 	Pod *corev1.Pod `json:"-"`
+
+	// before is what Status was computed from, with the children this plan creates taken out:
+	// the state a refused write leaves (see FailedStatus).
+	before *Observation
+}
+
+// FailedStatus is the status of a pass in which the API server refused one of the plan's writes
+// (admission, a quota, an invalid child): as upstream reports any error of a pass, Ready is
+// False with reason ReconcilerError and message "Error seen: <err>"; the other fields and
+// conditions are computed from the children as they were before the pass, since a refused
+// create made nothing. Nil when the plan has no status of its own to amend (an invalid or
+// expiring Sandbox: the error is only retried).
+func (p *SandboxPlan) FailedStatus(sb *agentsv1beta1.Sandbox, err error, now metav1.Time, opts Options) *agentsv1beta1.SandboxStatus {
+	if p.before == nil || err == nil {
+		return nil
+	}
+	obs := *p.before
+	if obs.MultiplePods {
+		return nil // Ready already reports the ambiguity, upstream's first error
+	}
+	obs.Err = errors.Join(obs.Err, err)
+	st := ActiveStatus(sb, obs, now, opts)
+	return &st
 }
 
 // PlanSandbox decides one controller pass over sb, given what was observed and the time. It
@@ -225,6 +248,14 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 	st := ActiveStatus(sb, result, now, opts)
 	plan.Status = &st
 	plan.Pod = result.Pod
+	before := result
+	before.Pod = pod // as observed: not yet created, adopted or updated
+	for _, s := range plan.Steps {
+		if s.Action == ActionCreate && s.Kind == "Service" {
+			before.Service = nil
+		}
+	}
+	plan.before = &before
 	return plan
 }
 
