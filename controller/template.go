@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,15 +27,22 @@ type TemplateReconciler struct {
 	Events    *eventSink
 	Render    render.Options
 	applies   *applyTransport
+	// conflicts holds, per template, the conflict last reported in an event: the backoff
+	// retries of the same conflict are not reported again.
+	conflicts sync.Map
 }
 
 // Reconcile runs one pass over a template: read, decide, apply or prune.
 func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &extv1beta1.SandboxTemplate{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.conflicts.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !t.DeletionTimestamp.IsZero() {
+		r.conflicts.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	var have *networkingv1.NetworkPolicy
@@ -46,10 +55,14 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 	step, err := render.TemplateStep(t, have, r.Render)
 	if err != nil {
-		// Someone else's policy: report it and retry with backoff, as upstream does.
-		r.Events.warning(t, "NetworkPolicyConflict", err.Error())
+		// Someone else's policy: report it once and retry with backoff, as upstream does.
+		if last, ok := r.conflicts.Load(req.NamespacedName); !ok || last != err.Error() {
+			r.Events.warning(t, "NetworkPolicyConflict", err.Error())
+			r.conflicts.Store(req.NamespacedName, err.Error())
+		}
 		return ctrl.Result{}, err
 	}
+	r.conflicts.Delete(req.NamespacedName)
 	if step == nil {
 		return ctrl.Result{}, nil
 	}

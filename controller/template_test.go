@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,6 +125,18 @@ func TestTemplateRefusesForeignPolicy(t *testing.T) {
 	eventually(t, 30*time.Second, "a Warning event on the template", func() error {
 		return findEvent(ns, "python", "NetworkPolicyConflict")
 	})
+	// The conflict is retried with backoff (about ten times in these 3 s); it is reported once:
+	// a repeat would have made the event a series.
+	time.Sleep(3 * time.Second)
+	list := &eventsv1.EventList{}
+	if err := admin.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Reason == "NetworkPolicyConflict" && e.Series != nil {
+			t.Errorf("the conflict was reported %d times", e.Series.Count)
+		}
+	}
 	got := &networkingv1.NetworkPolicy{}
 	if err := get(ns, "python-network-policy", got); err != nil {
 		t.Fatal(err)
