@@ -62,12 +62,29 @@ type ClaimReconciler struct {
 	// adopting holds the members an adoption of this process is in flight on, so that two
 	// workers do not send two adoptions of which one can only fail.
 	adopting sync.Map
-	// claimed remembers the Sandbox this process acquired for each claim (by claim UID), for the
-	// passes that run before the cache shows it.
+	// claimed remembers the Sandbox this process acquired for each claim (by claim name, with
+	// the claim's UID), for the passes that run before the cache shows it; an entry goes once
+	// the cache shows the Sandbox, or the claim or the Sandbox is gone.
 	claimed sync.Map
+	// ready keeps the claim Ready histogram to each claim's first Ready.
+	ready firstReady
 	// leading is when this process started reconciling claims (it won the leader election): a
 	// claim created after it can only have a Sandbox this process made.
 	leading atomic.Pointer[time.Time]
+}
+
+// acquired is the Sandbox this process created or adopted for a claim (of that UID: a claim
+// deleted and made again under its name is another).
+type acquired struct {
+	claim   types.UID
+	sandbox string
+}
+
+// forget drops what this process remembers of a claim that is gone.
+func (r *ClaimReconciler) forget(key types.NamespacedName) {
+	r.statusFrom.Delete(key)
+	r.claimed.Delete(key)
+	r.ready.forget(key)
 }
 
 // Start records when claims start being reconciled; the manager runs it once this replica
@@ -84,14 +101,17 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	claim := &extv1beta1.SandboxClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.statusFrom.Delete(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !claim.DeletionTimestamp.IsZero() {
 		// Its Sandbox goes with it through the owner reference.
-		r.statusFrom.Delete(req.NamespacedName)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
+	}
+	if meta.IsStatusConditionTrue(claim.Status.Conditions, agentsv1beta1.ConditionReady) {
+		r.ready.first(req.NamespacedName, claim.UID) // Ready before this pass: not a first Ready of ours to count
 	}
 	now := r.now()
 	sb, err := r.claimedSandbox(ctx, claim)
@@ -106,7 +126,6 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		if err := r.writeStatus(ctx, claim, &st, ""); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Events.normal(claim, extv1beta1.ClaimExpiredReason, render.ClaimExpiredMessage)
 		return ctrl.Result{RequeueAfter: exp.RequeueAfter.Duration}, nil
 	case render.CleanUp:
 		return ctrl.Result{}, r.cleanUp(ctx, claim, sb, exp.Action, now)
@@ -162,20 +181,22 @@ func (r *ClaimReconciler) claimedSandbox(ctx context.Context, claim *extv1beta1.
 	if err := r.Client.List(ctx, list, client.InNamespace(claim.Namespace), client.MatchingFields{claimUIDIndex: string(claim.UID)}); err != nil {
 		return nil, err
 	}
+	key := client.ObjectKeyFromObject(claim)
 	if sb := controlledBy(list.Items, claim); sb != nil {
+		r.claimed.Delete(key) // the cache has it now
 		return sb, nil
 	}
-	if name, ok := r.claimed.Load(claim.UID); ok {
+	if v, ok := r.claimed.Load(key); ok && v.(acquired).claim == claim.UID {
 		// Ours, not in the cache yet.
 		sb := &agentsv1beta1.Sandbox{}
-		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: name.(string)}, sb)
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: v.(acquired).sandbox}, sb)
 		if err == nil && metav1.IsControlledBy(sb, claim) && sb.DeletionTimestamp == nil {
 			return sb, nil
 		}
 		if client.IgnoreNotFound(err) != nil {
 			return nil, err
 		}
-		r.claimed.Delete(claim.UID)
+		r.claimed.Delete(key)
 	}
 	if since := r.leading.Load(); since != nil && claim.CreationTimestamp.Time.After(since.Truncate(time.Second)) {
 		// Created while this process leads, and it acquired nothing for it: no Sandbox exists.
@@ -278,7 +299,7 @@ func (r *ClaimReconciler) adopt(ctx context.Context, claim *extv1beta1.SandboxCl
 		switch {
 		case err == nil:
 			r.adoptedFrom.Store(key, member.ResourceVersion)
-			r.claimed.Store(claim.UID, adopted.Name)
+			r.claimed.Store(client.ObjectKeyFromObject(claim), acquired{claim.UID, adopted.Name})
 			r.Events.normal(claim, "SandboxAdopted", fmt.Sprintf("Adopted warm pool Sandbox %q", adopted.Name))
 			return adopted, nil, nil
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
@@ -335,7 +356,7 @@ func (r *ClaimReconciler) createCold(ctx context.Context, claim *extv1beta1.Sand
 	if err != nil {
 		return nil, nil, err
 	}
-	r.claimed.Store(claim.UID, sb.Name)
+	r.claimed.Store(client.ObjectKeyFromObject(claim), acquired{claim.UID, sb.Name})
 	r.Events.normal(claim, "SandboxProvisioned", fmt.Sprintf("Created Sandbox %q", sb.Name))
 	return sb, nil, nil
 }
@@ -419,11 +440,16 @@ func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.San
 	}
 	r.statusFrom.Store(key, claim.ResourceVersion)
 	wasReady := meta.IsStatusConditionTrue(claim.Status.Conditions, agentsv1beta1.ConditionReady)
-	if !wasReady && meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) {
+	if !wasReady && meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) && r.ready.first(key, claim.UID) {
 		observeClaimReady(launch, r.now().Sub(claim.CreationTimestamp.Time))
 	}
 	if c := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
 		old := meta.FindStatusCondition(claim.Status.Conditions, agentsv1beta1.ConditionReady)
+		if c.Reason == extv1beta1.ClaimExpiredReason && (old == nil || old.Reason != c.Reason) {
+			// Upstream's event of the first expired pass, once: when the status saying so is
+			// written, not on passes whose write the cache had not seen or that met a 409.
+			r.Events.normal(claim, extv1beta1.ClaimExpiredReason, render.ClaimExpiredMessage)
+		}
 		if c.Reason != render.ReasonSandboxNotReady && c.Reason != extv1beta1.ClaimExpiredReason && (old == nil || old.Message != c.Message) {
 			r.Events.warning(claim, c.Reason, c.Message)
 		}

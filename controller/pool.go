@@ -116,6 +116,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		r.inFlight.expectDelete(key, d.Sandbox.Name, now)
 		deleted = append(deleted, fmt.Sprintf("%q (%s)", d.Sandbox.Name, d.Reason))
 	}
+	made := make([]bool, len(plan.Create)) // by index: the workers write apart
 	err := parallel(len(plan.Create), func(i int) error {
 		sb := plan.Create[i]
 		r.inFlight.expectCreate(key, sb.Name, now)
@@ -128,10 +129,13 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if apierrors.IsConflict(err) {
 			return nil
 		}
+		made[i] = err == nil
 		return err
 	})
-	for _, sb := range plan.Create {
-		created = append(created, fmt.Sprintf("%q", sb.Name))
+	for i, sb := range plan.Create {
+		if made[i] {
+			created = append(created, fmt.Sprintf("%q", sb.Name))
+		}
 	}
 	if len(created) > 0 {
 		r.Events.normal(pool, "Created", "Created Sandboxes "+strings.Join(created, ", "))

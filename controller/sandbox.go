@@ -43,17 +43,25 @@ type SandboxReconciler struct {
 
 	recent  recentCreates
 	applies *applyTransport
+	ready   firstReady
 }
 
 // Reconcile runs one pass over a Sandbox: read, plan, apply and prune, status.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sb := &agentsv1beta1.Sandbox{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.ready.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !sb.DeletionTimestamp.IsZero() {
 		// Children go with it through their owner references.
+		r.ready.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
+	}
+	if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
+		r.ready.first(req.NamespacedName, sb.UID) // Ready before this pass: not a first Ready of ours to count
 	}
 	now := metav1.NewTime(r.now())
 
@@ -344,7 +352,8 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *agentsv1beta1.S
 		return fmt.Errorf("writing the status of Sandbox %q: %w", sb.Name, err)
 	}
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady)
-	if !wasReady && meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) {
+	if !wasReady && meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) &&
+		r.ready.first(client.ObjectKeyFromObject(sb), sb.UID) {
 		observeReady(r.now().Sub(sb.CreationTimestamp.Time))
 	}
 	if c := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady); c != nil && c.Reason == agentsv1beta1.ReasonReconcilerError {

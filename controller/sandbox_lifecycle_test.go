@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
@@ -81,11 +82,21 @@ func TestPodRecreatedAfterExternalDelete(t *testing.T) {
 
 // TestSuspendAndResume: Suspended deletes the Pod (the Service and PVCs stay) and reports
 // Suspended=True; Running again creates a fresh Pod.
+//
+// The create → Ready histogram counts the first Ready only: the resumed Sandbox was not waited
+// for since its creation.
 func TestSuspendAndResume(t *testing.T) {
 	ns := newNamespace(t)
 	startController(t, ns, controller.Options{})
+	observed := readyObservations(t)
 	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
 	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	eventually(t, 5*time.Second, "the first Ready in the histogram", func() error {
+		if n := readyObservations(t); n != observed+1 {
+			return fmt.Errorf("%d observations, want %d", n, observed+1)
+		}
+		return nil
+	})
 
 	setMode(t, ns, "box", agentsv1beta1.SandboxOperatingModeSuspended)
 	eventually(t, 30*time.Second, "the Pod deleted", func() error { return notFound(ns, "box", &corev1.Pod{}) })
@@ -109,6 +120,27 @@ func TestSuspendAndResume(t *testing.T) {
 
 	setMode(t, ns, "box", agentsv1beta1.SandboxOperatingModeRunning)
 	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	time.Sleep(500 * time.Millisecond) // the observation follows the status write
+	if n := readyObservations(t); n != observed+1 {
+		t.Errorf("the histogram has %d observations after the resume, want %d: a resume is not a first Ready", n, observed+1)
+	}
+}
+
+// readyObservations is how many Sandboxes the create → Ready histogram has counted in this
+// process (tests run one controller at a time).
+func readyObservations(t *testing.T) uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "sandbox_gitops_sandbox_ready_seconds" && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatal("no sandbox_gitops_sandbox_ready_seconds in the registry")
+	return 0
 }
 
 // TestFinishedPods: a Pod that ran to completion is neither deleted nor recreated; the Sandbox
