@@ -9,8 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -108,6 +110,13 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	}
 	if fs.NArg() > 0 {
 		return nil, nil, fmt.Errorf("unexpected arguments %q: sandbox-controller takes flags only", fs.Args())
+	}
+	for _, a := range []struct{ flag, value string }{
+		{"--metrics-bind-address", f.metricsAddr}, {"--health-probe-bind-address", f.probeAddr}, {"--pprof-bind-address", f.pprofAddr},
+	} {
+		if err := checkBindAddress(a.value); err != nil {
+			return nil, nil, fmt.Errorf("%s %q: %w", a.flag, a.value, err)
+		}
 	}
 	if f.qps <= 0 || f.burst < 1 {
 		return nil, nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
@@ -255,4 +264,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// checkBindAddress accepts what the servers behind the bind-address flags can listen on: "0"
+// (disabled) or host:port with a port number (an empty host is every interface), so that a typo
+// is a usage error at start-up, not a failure once the manager runs.
+func checkBindAddress(addr string) error {
+	if addr == "0" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port, :port or 0 to disable: %w", err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q: want 0-65535", port)
+	}
+	return nil
 }
