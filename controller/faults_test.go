@@ -244,8 +244,10 @@ func TestConvergedPassWritesNothing(t *testing.T) {
 }
 
 // TestAPIServerRestart: the API server goes away mid-run and comes back; the controller
-// converges on what changed meanwhile. It has a control plane of its own, so the rest of the
-// suite never sees the outage.
+// converges on what changed meanwhile: a Pod deleted just before the outage is made again, and
+// a Sandbox created after it gets its children. It has a control plane of its own, so the rest
+// of the suite never sees the outage, with config/rbac installed and the controller running as
+// its ServiceAccount, as everywhere in the suite.
 func TestAPIServerRestart(t *testing.T) {
 	own, err := testenv.NewEnvironment()
 	if err != nil {
@@ -273,7 +275,11 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kubelet.Stop()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	asSA, err := installControllerIdentity(c, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(asSA, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Cache: controller.CacheOptions(controller.Options{}), Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -304,7 +310,11 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready("before")
-	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "before"}}); err != nil {
+	first := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "before"}, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	// A crash, not a graceful shutdown (which waits a minute for long-running requests).
@@ -320,8 +330,21 @@ func TestAPIServerRestart(t *testing.T) {
 	eventually(t, 60*time.Second, "the API server back", func() error {
 		return c.Create(ctx, sandbox("default", "after", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
 	})
+	eventually(t, 60*time.Second, "the deleted Pod made again", func() error {
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "before"}, p); err != nil {
+			return err
+		}
+		if p.UID == first.UID {
+			return fmt.Errorf("still the Pod deleted before the outage (%s)", p.UID)
+		}
+		return nil
+	})
 	ready("before")
 	ready("after")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "after"}, &corev1.Service{}); err != nil {
+		t.Errorf("the Sandbox created after the outage has no Service: %v", err)
+	}
 }
 
 // killProcess sends SIGKILL to the process whose command line holds name and arg.

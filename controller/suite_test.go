@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -41,6 +40,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/kubeletsim"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
 // The suite shares one real kube-apiserver and etcd (started in TestMain) and one simulated
@@ -140,30 +140,39 @@ func setup(cfg *rest.Config) error {
 	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
+	if asController, err = installControllerIdentity(admin, env); err != nil {
+		return err
+	}
+	asController.QPS, asController.Burst = 500, 1000
+	return nil
+}
+
+// installControllerIdentity installs config/rbac with c (an admin's client of e's API server)
+// and returns the config of a user that is the controller's ServiceAccount, so that the
+// controller runs there with exactly the permissions config/ grants.
+func installControllerIdentity(c client.Client, e *envtest.Environment) (*rest.Config, error) {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sandbox-gitops-system"}}
-	if err := admin.Create(ctx, ns); err != nil {
-		return err
+	if err := c.Create(ctx, ns); err != nil {
+		return nil, err
 	}
 	objs, err := readManifests(filepath.Join(testenv.RepoRoot(), "config", "rbac"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, o := range objs {
-		if err := admin.Create(ctx, o); err != nil {
-			return fmt.Errorf("creating %s %s from config/rbac: %w", o.GetKind(), o.GetName(), err)
+		if err := c.Create(ctx, o); err != nil {
+			return nil, fmt.Errorf("creating %s %s from config/rbac: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
-	user, err := env.AddUser(envtest.User{
+	user, err := e.AddUser(envtest.User{
 		Name:   "system:serviceaccount:sandbox-gitops-system:sandbox-gitops-controller",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:sandbox-gitops-system", "system:authenticated"},
 	}, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	asController = user.Config()
-	asController.QPS, asController.Burst = 500, 1000
-	return nil
+	return user.Config(), nil
 }
 
 // readManifests reads every YAML file of a kustomization directory (the ones it lists).
@@ -182,19 +191,11 @@ func readManifests(dir string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := d.Decode(&u.Object); err != nil {
-				if err.Error() == "EOF" {
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			if len(u.Object) > 0 {
-				out = append(out, u)
-			}
+		objs, err := manifest.Parse(name, b)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, objs...)
 	}
 	return out, nil
 }
