@@ -38,6 +38,11 @@ func TestExpiry(t *testing.T) {
 	waitReady(t, ns, "retain", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
 
 	sb := waitReady(t, ns, "retain", metav1.ConditionFalse, agentsv1beta1.ReasonSandboxExpired)
+	// Acted on at shutdownTime: the condition's time (whole seconds) is that moment, not a poll
+	// later and never before.
+	if c := findCondition(sb, agentsv1beta1.ConditionReady); c.LastTransitionTime.Before(&at) || c.LastTransitionTime.Time.After(at.Add(2*time.Second)) {
+		t.Errorf("marked expired at %v, want within 2 s after shutdownTime %v", c.LastTransitionTime.Time, at.Time)
+	}
 	eventually(t, 30*time.Second, "the retained Sandbox's Pod and Service deleted, status stripped", func() error {
 		if err := notFound(ns, "retain", &corev1.Pod{}); err != nil {
 			return err
@@ -53,9 +58,6 @@ func TestExpiry(t *testing.T) {
 		}
 		return nil
 	})
-	if now := time.Now(); now.Before(at.Time) {
-		t.Errorf("expired at %v, before shutdownTime %v", now, at.Time)
-	}
 	eventually(t, 30*time.Second, "the Delete-policy Sandbox deleted", func() error {
 		return notFound(ns, "delete", &agentsv1beta1.Sandbox{})
 	})
