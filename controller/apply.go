@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,12 +116,51 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 		if perr := a.replaceSpec(ctx, live, want); perr != nil {
 			return "", fmt.Errorf("%w; replacing its spec: %v", err, perr)
 		}
-		err = a.send(ctx, config)
+		if err = a.send(ctx, config); err == nil {
+			err = a.dropUpdateEntry(ctx, live)
+		}
 	}
 	if err != nil {
 		return "", err
 	}
 	return Configured, nil
+}
+
+// dropUpdateEntry removes the managedFields entry replaceSpec leaves under this manager's name
+// with operation Update. Server-side apply counts it as another owner of every field the patch
+// set, so a field the render stops wanting (a port, say) would never be removed by the apply.
+// The list is replaced whole, which the API server takes as it is (the documented way to clear
+// a manager), on the version just read: a write in between makes it a conflict, retried.
+func (a applier) dropUpdateEntry(ctx context.Context, live client.Object) error {
+	reader := a.reader
+	if reader == nil {
+		reader = a.client
+	}
+	fresh := live.DeepCopyObject().(client.Object)
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
+		return fmt.Errorf("reading %T %q after replacing its spec: %w", live, live.GetName(), err)
+	}
+	entries := fresh.GetManagedFields()
+	kept := make([]metav1.ManagedFieldsEntry, 0, len(entries))
+	for _, e := range entries {
+		if e.Manager != FieldManager || e.Operation != metav1.ManagedFieldsOperationUpdate {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == len(entries) {
+		return nil
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": fresh.GetResourceVersion()},
+		{"op": "replace", "path": "/metadata/managedFields", "value": kept},
+	})
+	if err != nil {
+		return err
+	}
+	if err := a.client.Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("dropping the %s Update entry of %T %q: %w", FieldManager, live, live.GetName(), err)
+	}
+	return nil
 }
 
 // createOnly is the resourceVersion a create is sent with: an etcd revision counts up from 1 and

@@ -90,8 +90,15 @@ func TestForeignManagerOverwriteRestored(t *testing.T) {
 		if err := get(ns, "box", s); err != nil {
 			return err
 		}
-		if p.Labels["app"] != "agent" || s.Spec.Ports[0].Port != 8888 {
-			return fmt.Errorf("pod label app=%q, service port %d", p.Labels["app"], s.Spec.Ports[0].Port)
+		if p.Labels["app"] != "agent" || len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 8888 {
+			return fmt.Errorf("pod label app=%q, service ports %+v", p.Labels["app"], s.Spec.Ports)
+		}
+		// The renumbered port could only be undone by replacing the spec; that leaves no second
+		// entry of ours behind, which would keep every port it set owned forever.
+		for _, e := range s.ManagedFields {
+			if e.Manager == controller.FieldManager && e.Operation != metav1.ManagedFieldsOperationApply {
+				return fmt.Errorf("the Service has a %s entry with operation %s", e.Manager, e.Operation)
+			}
 		}
 		return nil
 	})
