@@ -317,8 +317,13 @@ func planFunc(cfg caseConfig) renderFunc {
 			for _, p := range obs.Pods {
 				part.Pods = append(part.Pods, render.ObservedPod(p))
 			}
-			if diff := cmp.Diff(plan, render.PlanSandbox(sb, part, *cfg.Now, opts), cmpopts.IgnoreFields(render.SandboxPlan{}, "Pod")); diff != "" {
+			partPlan := render.PlanSandbox(sb, part, *cfg.Now, opts)
+			if diff := cmp.Diff(plan, partPlan, cmpopts.IgnoreFields(render.SandboxPlan{}, "Pod"), cmpopts.IgnoreUnexported(render.SandboxPlan{})); diff != "" {
 				return nil, fmt.Errorf("Sandbox %s: the plan differs on render.ObservedPod's part of its Pods (-whole +part):\n%s", sb.Name, diff)
+			}
+			refused := errors.New("refused")
+			if diff := cmp.Diff(plan.FailedStatus(sb, refused, *cfg.Now, opts), partPlan.FailedStatus(sb, refused, *cfg.Now, opts)); diff != "" {
+				return nil, fmt.Errorf("Sandbox %s: the status after a refused write differs on render.ObservedPod's part of its Pods (-whole +part):\n%s", sb.Name, diff)
 			}
 			if err := add("SandboxPlan", sb.Namespace, sb.Name, plan); err != nil {
 				return nil, err

@@ -75,7 +75,7 @@ type SandboxPlan struct {
 
 	// before is what Status was computed from, with the children this plan creates taken out:
 	// the state a refused write leaves (see FailedStatus).
-	before *Observation
+	before *Observation `json:"-"`
 }
 
 // FailedStatus is the status of a pass in which the API server refused one of the plan's writes
