@@ -2,7 +2,6 @@ package golden
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
@@ -51,11 +49,9 @@ func TestV1alpha1RendersApplyToOurCRDs(t *testing.T) {
 		if !alpha {
 			continue
 		}
-		cc := caseConfig{}
-		if b, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
-			if err := yaml.UnmarshalStrict(b, &cc); err != nil {
-				t.Fatal(err)
-			}
+		cc, err := ReadCaseConfig(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
 		cases++
 		t.Run(name, func(t *testing.T) {

@@ -15,55 +15,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
-	"github.com/sandbox-gitops/sandbox-gitops/policies"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current render")
-
-// caseConfig is a case's config.yaml.
-type caseConfig struct {
-	// ClusterDomain is passed to render.
-	ClusterDomain string `json:"clusterDomain,omitempty"`
-	// Now is the time of a controller pass, or the moment a render case previews.
-	Now *metav1.Time `json:"now,omitempty"`
-	// Adopt names warm Sandboxes to be adopted by claims (plan cases only): claim name → Sandbox
-	// name, in the namespace of the claim.
-	Adopt map[string]string `json:"adopt,omitempty"`
-	// Options are render options: policies, allowed label domains, warm pool eviction.
-	Options *renderOptions `json:"options,omitempty"`
-	// KeepSourceVersions writes v1alpha1 sources as they are instead of converted to v1beta1.
-	KeepSourceVersions bool `json:"keepSourceVersions,omitempty"`
-}
-
-// renderOptions is the subset of render.Options a case can set.
-type renderOptions struct {
-	Policies                policies.Config `json:"policies,omitempty"`
-	AllowedLabelDomains     []string        `json:"allowedLabelDomains,omitempty"`
-	DisableWarmPoolEviction bool            `json:"disableWarmPoolEviction,omitempty"`
-}
-
-func (c caseConfig) renderOptions() render.Options {
-	o := render.Options{ClusterDomain: c.ClusterDomain}
-	if c.Now != nil {
-		o.Now = &c.Now.Time
-	}
-	if c.Options != nil {
-		o.Policies = c.Options.Policies
-		o.AllowedLabelDomains = c.Options.AllowedLabelDomains
-		o.DisableWarmPoolEviction = c.Options.DisableWarmPoolEviction
-	}
-	return o
-}
 
 // renderFunc turns input objects into output bytes, or an error whose text is the golden.
 type renderFunc func(objs []*unstructured.Unstructured) ([]byte, error)
@@ -74,7 +36,7 @@ func TestGolden(t *testing.T) {
 	suites := []struct {
 		dir        string
 		idempotent bool
-		fn         func(cfg caseConfig) renderFunc
+		fn         func(cfg CaseConfig) renderFunc
 	}{
 		{"testdata/render", true, expandFunc},
 		{"testdata/plan", false, planFunc},
@@ -102,12 +64,10 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func runCase(t *testing.T, dir string, mk func(caseConfig) renderFunc, idempotent bool) {
-	cfg := caseConfig{}
-	if b, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
-		if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
-			t.Fatalf("config.yaml: %v", err)
-		}
+func runCase(t *testing.T, dir string, mk func(CaseConfig) renderFunc, idempotent bool) {
+	cfg, err := ReadCaseConfig(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	fn := mk(cfg)
 	objs := readInput(t, dir)
@@ -219,31 +179,12 @@ func deepCopy(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	return out
 }
 
-// readInput reads every *.yaml of the case except the expectations and the config, in name order.
+// readInput is ReadCaseInputs, failing the test on an error.
 func readInput(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	objs, err := ReadCaseInputs(dir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		switch filepath.Base(f) {
-		case "expected.yaml", "config.yaml":
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := manifest.Parse(filepath.Base(f), b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, o...)
-	}
-	if len(objs) == 0 {
-		t.Fatalf("%s has no input objects", dir)
 	}
 	return objs
 }
@@ -256,9 +197,9 @@ func writeFile(t *testing.T, path string, b []byte) {
 }
 
 // expandFunc is the declarative render: the manifests plus their children.
-func expandFunc(cfg caseConfig) renderFunc {
+func expandFunc(cfg CaseConfig) renderFunc {
 	return func(objs []*unstructured.Unstructured) ([]byte, error) {
-		out, err := bundle.Expand(objs, cfg.renderOptions())
+		out, err := bundle.Expand(objs, cfg.RenderOptions())
 		if err != nil {
 			return nil, err
 		}
@@ -275,12 +216,12 @@ func expandFunc(cfg caseConfig) renderFunc {
 // Services and PVCs of the input (what the controller observed); for each claim its expiry
 // decision and status against the Sandboxes of the input (or, for claims named in config.yaml's
 // adopt, the warm adoption); for each pool its status and stale members.
-func planFunc(cfg caseConfig) renderFunc {
+func planFunc(cfg CaseConfig) renderFunc {
 	return func(objs []*unstructured.Unstructured) ([]byte, error) {
 		if cfg.Now == nil {
 			return nil, errors.New("plan cases need config.yaml with now")
 		}
-		opts := cfg.renderOptions()
+		opts := cfg.RenderOptions()
 		var sources, observed []*unstructured.Unstructured
 		for _, o := range objs {
 			if manifest.IsAgentSandbox(o) {
@@ -381,7 +322,7 @@ type claimPlan struct {
 	Status  extv1beta1.SandboxClaimStatus `json:"status"`
 }
 
-func planClaim(c *extv1beta1.SandboxClaim, b *manifest.Bundle, cfg caseConfig, opts render.Options) claimPlan {
+func planClaim(c *extv1beta1.SandboxClaim, b *manifest.Bundle, cfg CaseConfig, opts render.Options) claimPlan {
 	plan := claimPlan{Expiry: render.ClaimExpiry(c, cfg.Now.Time)}
 	cp := render.ResolveClaim(c, b.Pools, b.Templates)
 	obs := render.ClaimObservation{Expired: plan.Expiry.Step != render.NotExpired}
@@ -476,7 +417,7 @@ func TestDeterminismCheckFailsOnOrderDependentRender(t *testing.T) {
 	if err := checkDeterministic(inInputOrder, objs); err == nil {
 		t.Fatal("an order-dependent render passed the determinism check")
 	}
-	if err := checkDeterministic(expandFunc(caseConfig{}), objs); err != nil {
+	if err := checkDeterministic(expandFunc(CaseConfig{}), objs); err != nil {
 		t.Fatalf("the real render failed the determinism check: %v", err)
 	}
 }

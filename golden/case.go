@@ -1,0 +1,99 @@
+package golden
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/policies"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// CaseConfig is a case's config.yaml. It is exported so that the controller's preview == reality
+// test reads a case exactly as the golden harness does: a second reading of the same file would
+// drift from this one (it once dropped disableWarmPoolEviction).
+type CaseConfig struct {
+	// ClusterDomain is passed to render.
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// Now is the time of a controller pass, or the moment a render case previews.
+	Now *metav1.Time `json:"now,omitempty"`
+	// Adopt names warm Sandboxes to be adopted by claims (plan cases only): claim name → Sandbox
+	// name, in the namespace of the claim.
+	Adopt map[string]string `json:"adopt,omitempty"`
+	// Options are render options: policies, allowed label domains, warm pool eviction.
+	Options *CaseOptions `json:"options,omitempty"`
+	// KeepSourceVersions writes v1alpha1 sources as they are instead of converted to v1beta1.
+	KeepSourceVersions bool `json:"keepSourceVersions,omitempty"`
+}
+
+// CaseOptions is the subset of render.Options a case can set.
+type CaseOptions struct {
+	Policies                policies.Config `json:"policies,omitempty"`
+	AllowedLabelDomains     []string        `json:"allowedLabelDomains,omitempty"`
+	DisableWarmPoolEviction bool            `json:"disableWarmPoolEviction,omitempty"`
+}
+
+// RenderOptions are the render options the case runs with.
+func (c CaseConfig) RenderOptions() render.Options {
+	o := render.Options{ClusterDomain: c.ClusterDomain}
+	if c.Now != nil {
+		o.Now = &c.Now.Time
+	}
+	if c.Options != nil {
+		o.Policies = c.Options.Policies
+		o.AllowedLabelDomains = c.Options.AllowedLabelDomains
+		o.DisableWarmPoolEviction = c.Options.DisableWarmPoolEviction
+	}
+	return o
+}
+
+// ReadCaseConfig reads dir/config.yaml strictly (an unknown key is an error); a case without one
+// has the zero config.
+func ReadCaseConfig(dir string) (CaseConfig, error) {
+	cfg := CaseConfig{}
+	b, err := os.ReadFile(filepath.Join(dir, "config.yaml"))
+	if os.IsNotExist(err) {
+		return cfg, nil
+	}
+	if err != nil {
+		return cfg, err
+	}
+	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", filepath.Join(dir, "config.yaml"), err)
+	}
+	return cfg, nil
+}
+
+// ReadCaseInputs reads every *.yaml of a case except its expectations and config, in file name
+// order, with the reader every mode of the CLI uses.
+func ReadCaseInputs(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		switch filepath.Base(f) {
+		case "expected.yaml", "config.yaml":
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		o, err := manifest.Parse(filepath.Base(f), b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		objs = append(objs, o...)
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("%s has no input objects", dir)
+	}
+	return objs, nil
+}
