@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"slices"
@@ -41,6 +43,9 @@ type Options struct {
 	Namespaces []string
 	// Controllers are the reconcilers to run, by name (see Controllers); empty means all.
 	Controllers []string
+	// Now is the reconcilers' clock; time.Now when nil. Time enters render only as this value,
+	// so a test can run the controller at the moment a preview shows (render.Options.Now).
+	Now func() time.Time
 }
 
 // Controllers are the names of the reconcilers, for Options.Controllers.
@@ -134,7 +139,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 
 	applies := newApplyTransport(mgr)
 	if opts.runs("sandbox") {
-		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, applies: applies}
+		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, Now: opts.Now, applies: applies}
 		toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandbox").
@@ -165,7 +170,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 
 	c := mgr.GetClient()
 	if opts.runs("sandboxclaim") {
-		claims := &ClaimReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
+		claims := &ClaimReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, Now: opts.Now}
 		if err := mgr.Add(claims); err != nil {
 			return fmt.Errorf("setting up the SandboxClaim controller: %w", err)
 		}
@@ -184,7 +189,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 
 	if opts.runs("sandboxwarmpool") {
-		pools := &PoolReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render}
+		pools := &PoolReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, Now: opts.Now}
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandboxwarmpool").
 			For(&extv1beta1.SandboxWarmPool{}).
