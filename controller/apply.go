@@ -85,6 +85,11 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 		return Created, nil
 	}
 	if reflect.DeepEqual(normalize(config), normalize(owned)) {
+		if intent.Drifted && len(intent.Scope) == 0 {
+			// This manager owns the intent as it is, yet the child differs from it: the
+			// difference is another manager's, which no apply of ours removes.
+			return a.takeBack(ctx, live, want)
+		}
 		return Unchanged, nil
 	}
 	if len(intent.Scope) > 0 {
@@ -113,7 +118,7 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 		// added stay (a Service port renumbered by hand keeps its name, and the merge has two
 		// ports of one name). A child kept exactly as rendered then gets its spec replaced
 		// wholesale, as upstream's drift fix does, and the apply is sent again.
-		if perr := a.replaceSpec(ctx, live, want); perr != nil {
+		if perr := a.replaceSpec(ctx, live, want, nil); perr != nil {
 			return "", fmt.Errorf("%w; replacing its spec: %v", err, perr)
 		}
 		if err = a.send(ctx, config); err == nil {
@@ -217,28 +222,89 @@ func (a applier) send(ctx context.Context, config map[string]any) error {
 	return nil
 }
 
+// takeBack replaces the spec of a child kept exactly as rendered whose difference from the
+// intent another manager owns: the fields of want's spec are set and the top-level spec fields
+// only other managers hold (read from the API server: the cache keeps only this manager's
+// managedFields) are removed, on the version read. The ownership entry the patch leaves under
+// this manager's name is dropped again, so the apply stays the only owner of what it sets.
+func (a applier) takeBack(ctx context.Context, live client.Object, want map[string]any) (Outcome, error) {
+	fresh := live.DeepCopyObject().(client.Object)
+	if err := a.reader.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
+		return "", fmt.Errorf("reading %T %q before taking its spec back: %w", live, live.GetName(), err)
+	}
+	if err := a.replaceSpec(ctx, fresh, want, othersSpecFields(fresh)); err != nil {
+		return "", fmt.Errorf("taking back the spec of %T %q: %w", live, live.GetName(), err)
+	}
+	if err := a.dropUpdateEntry(ctx, fresh); err != nil {
+		return "", err
+	}
+	return Configured, nil
+}
+
+// othersSpecFields are the top-level spec fields that managers other than FieldManager own in
+// obj (defaults the API server filled in are owned by nobody, so they are not among them).
+func othersSpecFields(obj client.Object) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == FieldManager || e.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Spec map[string]json.RawMessage `json:"f:spec"`
+		}
+		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		for k := range fields.Spec {
+			if name, ok := strings.CutPrefix(k, "f:"); ok && !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
 // replaceSpec sets every field of want's spec on the live object with a JSON merge patch, which
-// replaces lists whole.
-func (a applier) replaceSpec(ctx context.Context, live client.Object, want map[string]any) error {
+// replaces lists whole, and removes the listed top-level spec fields want does not set. With
+// remove it carries live's resourceVersion, so it applies only to the object read.
+func (a applier) replaceSpec(ctx context.Context, live client.Object, want map[string]any, remove []string) error {
 	spec, ok := want["spec"].(map[string]any)
 	if !ok {
 		return fmt.Errorf("no spec to replace")
 	}
-	patch, err := json.Marshal(map[string]any{"spec": spec})
+	body := map[string]any{}
+	for k, v := range spec {
+		body[k] = v
+	}
+	for _, k := range remove {
+		if _, set := body[k]; !set {
+			body[k] = nil
+		}
+	}
+	patch := map[string]any{"spec": body}
+	if len(remove) > 0 {
+		patch["metadata"] = map[string]any{"resourceVersion": live.GetResourceVersion()}
+	}
+	raw, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}
 	// live may be the cache's own object: the response goes into a copy.
-	return a.client.Patch(ctx, live.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
+	return a.client.Patch(ctx, live.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, raw), client.FieldOwner(FieldManager))
 }
 
-// delete deletes obj if it is still the object observed (same UID); an object already gone is
-// fine.
+// delete deletes obj if it is still the object observed (same UID). An object already gone (a
+// cache that has not seen its deletion yet) is Unchanged: nothing happened, so no event says so.
 func (a applier) delete(ctx context.Context, obj client.Object) (Outcome, error) {
 	uid := obj.GetUID()
 	// obj may be the cache's own object: the client is given a copy.
 	err := a.client.Delete(ctx, obj.DeepCopyObject().(client.Object), client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
+		return Unchanged, nil
+	case err != nil:
 		return "", fmt.Errorf("deleting %T %q: %w", obj, obj.GetName(), err)
 	}
 	return Deleted, nil

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -374,4 +376,70 @@ func killProcess(t *testing.T, name, arg string) {
 		return
 	}
 	t.Fatalf("no %s process with %s", name, arg)
+}
+
+// TestForeignAdditionsRemoved: what another field manager adds to a child kept exactly as
+// rendered (a rule opening a deny-all policy, a port appended to a Sandbox's Service) is its own,
+// and no apply of ours removes it; the controller replaces the spec instead, leaves no second
+// entry of its own behind, and then writes nothing more.
+func TestForeignAdditionsRemoved(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, template(ns, "deny-all", func(t *extv1beta1.SandboxTemplate) { t.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{} }))
+	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
+	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	eventually(t, 30*time.Second, "the deny-all policy", func() error {
+		return get(ns, render.NetworkPolicyName("deny-all"), &networkingv1.NetworkPolicy{})
+	})
+
+	intrude := func(obj map[string]any) {
+		t.Helper()
+		u := &unstructured.Unstructured{Object: obj}
+		u.SetNamespace(ns)
+		if err := admin.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("intruder"), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+	}
+	intrude(map[string]any{
+		"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+		"metadata": map[string]any{"name": render.NetworkPolicyName("deny-all")},
+		"spec":     map[string]any{"ingress": []any{map[string]any{}}},
+	})
+	intrude(map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "box"},
+		"spec":     map[string]any{"ports": []any{map[string]any{"name": "extra", "port": int64(7777), "protocol": "TCP"}}},
+	})
+
+	ownEntries := func(o client.Object) error {
+		for _, e := range o.GetManagedFields() {
+			if e.Manager == controller.FieldManager && e.Operation != metav1.ManagedFieldsOperationApply {
+				return fmt.Errorf("%s has a %s entry with operation %s", o.GetName(), e.Manager, e.Operation)
+			}
+		}
+		return nil
+	}
+	eventually(t, 30*time.Second, "the intruder's additions removed", func() error {
+		np := &networkingv1.NetworkPolicy{}
+		if err := get(ns, render.NetworkPolicyName("deny-all"), np); err != nil {
+			return err
+		}
+		if len(np.Spec.Ingress) != 0 {
+			return fmt.Errorf("the deny-all policy admits %+v", np.Spec.Ingress)
+		}
+		svc := &corev1.Service{}
+		if err := get(ns, "box", svc); err != nil {
+			return err
+		}
+		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8888 {
+			return fmt.Errorf("service ports %+v", svc.Spec.Ports)
+		}
+		return errors.Join(ownEntries(np), ownEntries(svc))
+	})
+
+	before := writeCounts(t)
+	time.Sleep(3 * time.Second)
+	if n, by := controllerWrites(before, writeCounts(t)); n != 0 {
+		t.Errorf("%v writes after the additions were removed: %v", n, by)
+	}
 }

@@ -123,9 +123,9 @@ func TestStatusNeedsWrite(t *testing.T) {
 }
 
 // TestPlanIntents checks what a controller is told to apply: whole objects for creates and for a
-// Service kept as rendered, and for an existing Pod only its metadata (upstream never updates a
-// Pod's spec), for a kept Service only the label and selector upstream fixes, and for an adopted
-// PVC only the owner reference.
+// Service kept as rendered (marked drifted when it differs), and for an existing Pod only its
+// metadata (upstream never updates a Pod's spec), for a kept Service only the label and selector
+// upstream fixes, and for an adopted PVC only the owner reference and the name-hash label.
 func TestPlanIntents(t *testing.T) {
 	now := metav1.Now()
 	sb := &agentsv1beta1.Sandbox{
@@ -148,8 +148,16 @@ func TestPlanIntents(t *testing.T) {
 	stalePod.Spec.Containers[0].Image = "old"
 	keptSvc := children.Service.DeepCopy()
 	keptSvc.Spec.Selector = map[string]string{"other": "x"}
-	gitopsPVC := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-box", Namespace: "default",
-		Labels: map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}}}
+	withService := sb.DeepCopy()
+	withService.Spec.Service = ptr.To(true)
+	serviceChildren, err := Sandbox(withService, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	portAdded := serviceChildren.Service.DeepCopy()
+	portAdded.Spec.Ports = append(portAdded.Spec.Ports, corev1.ServicePort{Name: "extra", Port: 7777})
+	adoptablePVC := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-box", Namespace: "default",
+		Labels: map[string]string{agentsv1beta1.SandboxAdoptableLabel: "true"}}}
 	withPVC := sb.DeepCopy()
 	withPVC.Spec.VolumeClaimTemplates = []agentsv1beta1.PersistentVolumeClaimTemplate{{EmbeddedObjectMetadata: agentsv1beta1.EmbeddedObjectMetadata{Name: "data"}}}
 
@@ -159,6 +167,8 @@ func TestPlanIntents(t *testing.T) {
 		Scope  []string
 		Labels map[string]string
 		Spec   bool
+		// Drifted: the observed child differs from the whole intent.
+		Drifted bool
 	}
 	cases := map[string]struct {
 		reason string
@@ -180,11 +190,17 @@ func TestPlanIntents(t *testing.T) {
 			want: []want{{Action: ActionUpdate, Kind: "Service", Scope: []string{ScopeLabels, ScopeOwnerReferences, ScopeSelector},
 				Labels: map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}, Spec: true}},
 		},
+		"drifted service": {
+			reason: "a Service kept as rendered (spec.service true) with a port another manager added is applied whole, marked drifted", sb: withService,
+			obs:  ObservedChildren{Pods: []*corev1.Pod{serviceChildren.Pod}, Service: portAdded},
+			want: []want{{Action: ActionUpdate, Kind: "Service", Labels: serviceChildren.Service.Labels, Spec: true, Drifted: true}},
+		},
 		"adopted pvc": {
-			reason: "an earlier render's PVC only gains the owner reference", sb: withPVC,
-			obs: ObservedChildren{Pods: []*corev1.Pod{children.Pod}, PVCs: []*corev1.PersistentVolumeClaim{gitopsPVC}},
+			reason: "an adoptable PVC gains the owner reference and the name-hash label, which a controller's cache selects children by", sb: withPVC,
+			obs: ObservedChildren{Pods: []*corev1.Pod{children.Pod}, PVCs: []*corev1.PersistentVolumeClaim{adoptablePVC}},
 			want: []want{
-				{Action: ActionAdopt, Kind: "PersistentVolumeClaim", Scope: []string{ScopeOwnerReferences}},
+				{Action: ActionAdopt, Kind: "PersistentVolumeClaim", Scope: []string{ScopeLabels, ScopeOwnerReferences},
+					Labels: map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}},
 			},
 		},
 	}
@@ -193,7 +209,7 @@ func TestPlanIntents(t *testing.T) {
 			plan := PlanSandbox(tc.sb, tc.obs, now, Options{})
 			var got []want
 			for _, s := range plan.Steps {
-				w := want{Action: s.Action, Kind: s.Kind, Scope: s.Intent.Scope, Labels: s.Intent.Object.GetLabels()}
+				w := want{Action: s.Action, Kind: s.Kind, Scope: s.Intent.Scope, Labels: s.Intent.Object.GetLabels(), Drifted: s.Intent.Drifted}
 				switch o := s.Intent.Object.(type) {
 				case *corev1.Pod:
 					w.Spec = len(o.Spec.Containers) > 0

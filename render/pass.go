@@ -49,6 +49,12 @@ type Intent struct {
 	Object Object
 	// Scope lists field paths ("metadata.labels", "spec.selector") owned by this intent.
 	Scope []string
+	// Drifted says the child is kept exactly as rendered and the observed one differs from
+	// Object in what the render checks. When the controller's own apply configuration is
+	// already what it owns, the difference is another manager's (a rule list added to a
+	// deny-all policy, a port appended): an apply cannot remove what someone else owns, so the
+	// controller replaces the spec instead, as upstream's drift fix does.
+	Drifted bool
 }
 
 // Scoped field paths of partial intents.
@@ -158,8 +164,12 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 			plan.Steps = append(plan.Steps, Step{action, "PersistentVolumeClaim", want.Name, &Intent{Object: want}})
 		case ActionAdopt:
 			// Upstream's adoption only adds the controller reference; a PVC is never updated.
+			// Deliberate deviation: the name-hash label comes with it. A controller caches only
+			// children that carry it, and a PVC adopted through the adoptable label alone would
+			// stay invisible to it: every later pass would try to create it again.
+			hash := map[string]string{agentsv1beta1.SandboxNameHashLabel: want.Labels[agentsv1beta1.SandboxNameHashLabel]}
 			plan.Steps = append(plan.Steps, Step{action, "PersistentVolumeClaim", want.Name,
-				&Intent{Object: metadataIntent(want, nil, nil), Scope: []string{ScopeOwnerReferences}}})
+				&Intent{Object: metadataIntent(want, hash, nil), Scope: []string{ScopeLabels, ScopeOwnerReferences}}})
 		}
 	}
 
@@ -224,8 +234,10 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 			plan.Steps = append(plan.Steps, Step{action, "Service", children.Service.Name, &Intent{Object: children.Service}})
 			result.Service = children.Service
 		case ActionUpdate, ActionAdopt:
-			if action == ActionAdopt || !serviceInSync(obs.Service, children.Service, children.ServiceMode) {
-				plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name, serviceIntent(children)})
+			if inSync := serviceInSync(obs.Service, children.Service, children.ServiceMode); action == ActionAdopt || !inSync {
+				intent := serviceIntent(children)
+				intent.Drifted = action == ActionUpdate && len(intent.Scope) == 0
+				plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name, intent})
 			}
 			result.Service = obs.Service
 		case ActionDelete:
@@ -373,7 +385,7 @@ func networkPolicyStep(sb *agentsv1beta1.Sandbox, want, have *networkingv1.Netwo
 	if action == ActionUpdate && networkPolicyInSync(have, want) {
 		return nil, nil
 	}
-	return &Step{action, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
+	return &Step{action, "NetworkPolicy", want.Name, &Intent{Object: want, Drifted: action == ActionUpdate}}, nil
 }
 
 // networkPolicyInSync reports whether an existing NetworkPolicy already has the rendered labels

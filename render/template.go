@@ -111,7 +111,7 @@ func TemplateStep(t *extv1beta1.SandboxTemplate, have *networkingv1.NetworkPolic
 		if equality.Semantic.DeepEqual(have.Spec, want.Spec) {
 			return nil, nil
 		}
-		return &Step{ActionUpdate, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
+		return &Step{ActionUpdate, "NetworkPolicy", want.Name, &Intent{Object: want, Drifted: true}}, nil
 	case metav1.GetControllerOfNoCopy(have) == nil &&
 		have.Spec.PodSelector.MatchLabels[agentsv1beta1.SandboxTemplateRefHashLabel] == NameHash(t.Name):
 		return &Step{ActionAdopt, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
