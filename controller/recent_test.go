@@ -12,7 +12,7 @@ import (
 func TestRecentCreates(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	type op struct {
-		do  string // add, seen, has
+		do  string // add, seen, has, within (cacheLag)
 		key string
 		at  time.Duration
 	}
@@ -23,6 +23,7 @@ func TestRecentCreates(t *testing.T) {
 		"created, not yet seen": {ops: []op{{"add", "ns/Pod/a", 0}, {"has", "ns/Pod/a", time.Second}, {"has", "ns/Pod/b", time.Second}}, want: []bool{true, false}},
 		"seen by the cache":     {ops: []op{{"add", "ns/Pod/a", 0}, {"seen", "ns/Pod/a", time.Second}, {"has", "ns/Pod/a", time.Second}}, want: []bool{false}},
 		"window passed":         {ops: []op{{"add", "ns/Pod/a", 0}, {"has", "ns/Pod/a", recentCreateWindow}, {"has", "ns/Pod/a", recentCreateWindow + time.Second}}, want: []bool{true, false}},
+		"lagging a moment":      {ops: []op{{"add", "ns/Pod/a", 0}, {"within", "ns/Pod/a", cacheLag}, {"within", "ns/Pod/a", cacheLag + time.Millisecond}, {"has", "ns/Pod/a", cacheLag + time.Millisecond}}, want: []bool{true, false, true}},
 		"created again":         {ops: []op{{"add", "ns/Pod/a", 0}, {"seen", "ns/Pod/a", time.Second}, {"add", "ns/Pod/a", 2 * time.Second}, {"has", "ns/Pod/a", 3 * time.Second}}, want: []bool{true}},
 	}
 	for name, tc := range cases {
@@ -37,6 +38,8 @@ func TestRecentCreates(t *testing.T) {
 					c.seen(o.key)
 				case "has":
 					got = append(got, c.has(o.key, t0.Add(o.at)))
+				case "within":
+					got = append(got, c.within(o.key, t0.Add(o.at), cacheLag))
 				}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
