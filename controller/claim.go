@@ -431,7 +431,7 @@ func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.San
 	}
 	updated := claim.DeepCopy()
 	updated.Status = *next
-	err := r.Client.Status().Patch(ctx, updated, client.MergeFromWithOptions(claim, client.MergeFromWithOptimisticLock{}))
+	err := r.Client.Status().Patch(ctx, updated, client.MergeFromWithOptions(claim, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
 	}

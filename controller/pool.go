@@ -157,7 +157,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if render.PoolStatusNeedsWrite(&pool.Status, &plan.Status) {
 		updated := pool.DeepCopy()
 		updated.Status = plan.Status
-		if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(pool)); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(pool), client.FieldOwner(FieldManager)); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("writing the status of SandboxWarmPool %q: %w", pool.Name, err)
 		}
 	}

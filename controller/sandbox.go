@@ -376,7 +376,7 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *agentsv1beta1.S
 	}
 	updated := sb.DeepCopy()
 	updated.Status = *next
-	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(sb)); err != nil {
+	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(sb), client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("writing the status of Sandbox %q: %w", sb.Name, err)
 	}
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady)
@@ -384,7 +384,9 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *agentsv1beta1.S
 		r.ready.first(client.ObjectKeyFromObject(sb), sb.UID) {
 		observeReady(r.now().Sub(sb.CreationTimestamp.Time))
 	}
-	if c := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady); c != nil && c.Reason == agentsv1beta1.ReasonReconcilerError {
+	// An error, or upstream's MultiplePods refusal, is a Warning event when it first appears.
+	if c := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady); c != nil &&
+		(c.Reason == agentsv1beta1.ReasonReconcilerError || c.Reason == agentsv1beta1.ReasonMultiplePods) {
 		old := meta.FindStatusCondition(sb.Status.Conditions, agentsv1beta1.ConditionReady)
 		if old == nil || old.Message != c.Message {
 			r.Events.warning(sb, c.Reason, c.Message)

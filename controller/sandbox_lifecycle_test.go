@@ -209,11 +209,41 @@ func TestInvalidSandboxReportsField(t *testing.T) {
 	if want := "metadata.name"; !strings.Contains(c.Message, want) {
 		t.Errorf("Ready message %q does not name the field %s", c.Message, want)
 	}
-	before := writeCounts(t)
+	// The status write's own watch event may still start one pass; a retry loop, even with
+	// backoff (5 ms doubling: about ten in 3 s), would start many.
+	time.Sleep(500 * time.Millisecond)
+	before, passes := writeCounts(t), reconciles(t, "sandbox")
 	time.Sleep(3 * time.Second)
 	if n, by := controllerWrites(before, writeCounts(t)); n != 0 {
 		t.Errorf("an invalid Sandbox kept the controller writing: %v", by)
 	}
+	if n := reconciles(t, "sandbox") - passes; n > 1 {
+		t.Errorf("an invalid Sandbox was reconciled %v times in 3 s", n)
+	}
+}
+
+// reconciles is how many passes the named controller of this process has run, from
+// controller-runtime's controller_runtime_reconcile_total.
+func reconciles(t testing.TB, name string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == name {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
 }
 
 func setMode(t *testing.T, ns, name string, mode agentsv1beta1.SandboxOperatingMode) {
@@ -258,4 +288,25 @@ func managers(o client.Object) []string {
 		out = append(out, e.Manager+"/"+string(e.Operation))
 	}
 	return out
+}
+
+// TestMultiplePods: a second Pod controlled by the Sandbox makes the controller refuse to choose,
+// as upstream: Ready False with reason MultiplePods, and a Warning event of that reason.
+func TestMultiplePods(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, sandbox(ns, "box"))
+	sb := waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	pod := &corev1.Pod{}
+	if err := get(ns, "box", pod); err != nil {
+		t.Fatal(err)
+	}
+	twin := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: "box-twin", Namespace: ns, Labels: pod.Labels,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sb, agentsv1beta1.GroupVersion.WithKind(agentsv1beta1.SandboxKind))},
+	}, Spec: *pod.Spec.DeepCopy()}
+	twin.Spec.NodeName = ""
+	create(t, twin)
+	waitReady(t, ns, "box", metav1.ConditionFalse, agentsv1beta1.ReasonMultiplePods)
+	eventually(t, 10*time.Second, "a MultiplePods Warning", func() error { return findEvent(ns, "box", agentsv1beta1.ReasonMultiplePods) })
 }
