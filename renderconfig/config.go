@@ -195,6 +195,12 @@ func (c *SandboxRender) Validate() error {
 			errs = append(errs, field.Invalid(spec.Child("clusterDomain"), d, "the cluster DNS domain Service names end in: "+msg))
 		}
 	}
+	for i, d := range c.Spec.AllowedLabelDomains {
+		// A label key's prefix is a DNS subdomain; a domain that is not one allows no label.
+		for _, msg := range validation.IsDNS1123Subdomain(d) {
+			errs = append(errs, field.Invalid(spec.Child("allowedLabelDomains").Index(i), d, "a label domain claims may use: "+msg))
+		}
+	}
 	if n := c.Spec.MaxPoolReplicas; n != nil && *n < 0 {
 		errs = append(errs, field.Invalid(spec.Child("maxPoolReplicas"), *n, "must be 0 or more (0 means the default, 10000)"))
 	}

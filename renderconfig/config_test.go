@@ -28,6 +28,11 @@ func TestConfigFieldErrors(t *testing.T) {
 			spec:   `clusterDomain: "bad domain!"`,
 			want:   `spec.clusterDomain: Invalid value: "bad domain!"`,
 		},
+		"BadLabelDomain": {
+			reason: "a label domain no label key can have was accepted, and allowed nothing",
+			spec:   `allowedLabelDomains: [sandbox.users.io, "under_score"]`,
+			want:   `spec.allowedLabelDomains[1]: Invalid value: "under_score"`,
+		},
 		"UnknownField": {
 			reason: "a misspelt knob",
 			spec:   `clusterDomian: example.com`,

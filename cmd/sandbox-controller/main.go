@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -118,8 +121,22 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 			return nil, nil, fmt.Errorf("%s %q: %w", a.flag, a.value, err)
 		}
 	}
-	if f.qps <= 0 || f.burst < 1 {
-		return nil, nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
+	if !(f.qps > 0) || math.IsInf(f.qps, 1) || f.burst < 1 {
+		return nil, nil, errors.New("--kube-api-qps and --kube-api-burst must be positive numbers")
+	}
+	lists := map[string]string{"--namespaces": f.namespaces, "--policy-packs": f.packs, "--allowed-label-domains": f.allowedLabelDomains}
+	for _, name := range slices.Sorted(maps.Keys(lists)) {
+		if v := lists[name]; strings.TrimSpace(v) != "" && len(splitList(v)) == 0 {
+			return nil, nil, fmt.Errorf("%s %q names nothing: leave the flag out for the default", name, v)
+		}
+	}
+	for _, ns := range append(splitList(f.namespaces), f.leaderElectionNamespace) {
+		if ns == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			return nil, nil, fmt.Errorf("namespace %q (--namespaces or --leader-election-namespace) is not a valid namespace name: %s", ns, strings.Join(msgs, "; "))
+		}
 	}
 	if f.sandboxWorkers < 1 || f.tplWorkers < 1 || f.claimWorkers < 1 || f.poolWorkers < 1 {
 		return nil, nil, errors.New("--sandbox-workers, --template-workers, --claim-workers and --warm-pool-workers must be at least 1")
