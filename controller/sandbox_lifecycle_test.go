@@ -310,3 +310,51 @@ func TestMultiplePods(t *testing.T) {
 	waitReady(t, ns, "box", metav1.ConditionFalse, agentsv1beta1.ReasonMultiplePods)
 	eventually(t, 10*time.Second, "a MultiplePods Warning", func() error { return findEvent(ns, "box", agentsv1beta1.ReasonMultiplePods) })
 }
+
+// TestAdoptablePVC: a PVC of a volume claim template's name carrying the adoptable label is
+// adopted, not created again: it gains the controller reference and the name-hash label (which
+// puts it in the controller's cache), and after that no pass writes anything.
+func TestAdoptablePVC(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	vct := agentsv1beta1.PersistentVolumeClaimTemplate{
+		EmbeddedObjectMetadata: agentsv1beta1.EmbeddedObjectMetadata{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: mustQuantity("1Gi")}},
+		},
+	}
+	kept := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: render.PVCName("data", "box"), Namespace: ns, Labels: map[string]string{agentsv1beta1.SandboxAdoptableLabel: "true"}},
+		Spec:       vct.Spec,
+	}
+	create(t, kept)
+	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) {
+		sb.Spec.VolumeClaimTemplates = []agentsv1beta1.PersistentVolumeClaimTemplate{vct}
+	}))
+	sb := waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
+	eventually(t, 10*time.Second, "the PVC adopted", func() error {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := get(ns, kept.Name, pvc); err != nil {
+			return err
+		}
+		if ref := metav1.GetControllerOf(pvc); ref == nil || ref.UID != sb.UID {
+			return fmt.Errorf("controller reference %+v", ref)
+		}
+		if pvc.UID != kept.UID || pvc.Labels[agentsv1beta1.SandboxNameHashLabel] != render.NameHash("box") {
+			return fmt.Errorf("uid %s (kept %s), labels %v", pvc.UID, kept.UID, pvc.Labels)
+		}
+		return nil
+	})
+	settle(t, 15*time.Second)
+	before, passes := writeCounts(t), reconciles(t, "sandbox")
+	update(t, ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Annotations = map[string]string{"touched": "yes"} })
+	time.Sleep(3 * time.Second)
+	// The test's own update is a "sandboxes PUT", which is not among the controller's writes.
+	if n, by := controllerWrites(before, writeCounts(t)); n != 0 {
+		t.Errorf("passes after the adoption wrote: %v", by)
+	}
+	if reconciles(t, "sandbox") == passes {
+		t.Error("the touched Sandbox was not reconciled again")
+	}
+}
