@@ -44,6 +44,11 @@ type SandboxReconciler struct {
 	recent  recentCreates
 	applies *applyTransport
 	ready   firstReady
+	// statusFrom remembers, per Sandbox, the resourceVersion its last status write started
+	// from: a pass that still reads that version from the cache has not seen the write yet (a
+	// backlogged cache under a burst), and the write's own watch event brings the pass that has.
+	// Writing again would send the same status twice.
+	statusFrom sync.Map
 }
 
 // Reconcile runs one pass over a Sandbox: read, plan, apply and prune, status.
@@ -52,12 +57,14 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.ready.forget(req.NamespacedName)
+			r.statusFrom.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !sb.DeletionTimestamp.IsZero() {
 		// Children go with it through their owner references.
 		r.ready.forget(req.NamespacedName)
+		r.statusFrom.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
@@ -371,6 +378,13 @@ type done struct {
 // render says it changed. It is a JSON merge patch against the status read, as upstream's: the
 // conditions list is replaced whole, so their order is the one render computed.
 func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *agentsv1beta1.Sandbox, next *agentsv1beta1.SandboxStatus) error {
+	key := client.ObjectKeyFromObject(sb)
+	if from, ok := r.statusFrom.Load(key); ok {
+		if from == sb.ResourceVersion {
+			return nil // the cache has not seen our last write yet
+		}
+		r.statusFrom.CompareAndDelete(key, from)
+	}
 	if !render.StatusNeedsWrite(&sb.Status, next) {
 		return nil
 	}
@@ -379,6 +393,7 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *agentsv1beta1.S
 	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(sb), client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("writing the status of Sandbox %q: %w", sb.Name, err)
 	}
+	r.statusFrom.Store(key, sb.ResourceVersion)
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady)
 	if !wasReady && meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) &&
 		r.ready.first(client.ObjectKeyFromObject(sb), sb.UID) {
