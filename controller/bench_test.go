@@ -100,7 +100,7 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(r.cpuSeconds, "s-cpu")
 				b.ReportMetric(r.serverCPUSeconds, "s-cpu-apiserver+etcd")
 				b.ReportMetric(floorServerCPU, "s-cpu-apiserver+etcd-floor")
-				b.Logf("n=%d: ready in %.1fs (floor %.1fs, every required write without a controller %.1fs), writes by kind %v; %s", n, r.seconds, floor, required, r.byKind, r.phases)
+				b.Logf("n=%d: ready in %.1fs (floor %.1fs, every required write without a controller %.1fs), writes by kind %v, in the %v after %v; %s", n, r.seconds, floor, required, r.byKind, steady, r.steadyByKind, r.phases)
 			}
 		})
 	}
@@ -111,7 +111,9 @@ type convergeResult struct {
 	// serverCPUSeconds is what kube-apiserver and etcd spent until all were Ready.
 	serverCPUSeconds float64
 	byKind           map[string]float64
-	phases           string
+	// steadyByKind are the writes of the window after convergence, by resource and verb.
+	steadyByKind map[string]float64
+	phases       string
 }
 
 func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Duration) convergeResult {
@@ -220,7 +222,7 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 	r.writes, r.byKind = controllerWrites(before, mid)
 	r.writesNoEvents = r.writes - r.byKind["events POST"] - r.byKind["events PATCH"]
 	time.Sleep(steady)
-	r.steadyWrites, _ = controllerWrites(mid, writeCounts(b))
+	r.steadyWrites, r.steadyByKind = controllerWrites(mid, writeCounts(b))
 	r.peakRSSMiB, r.cpuSeconds = procStats(b, cmd.Process.Pid)
 	r.phases = phases(b, ns)
 	return r

@@ -130,3 +130,43 @@ func exitStderr(err error) string {
 	}
 	return ""
 }
+
+// TestWriteCountsCoverRBAC: the write counts every zero-write test and the benchmarks read
+// (controllerResources) take in every write config/rbac lets the controller make, so no write of
+// its own can go unseen. The exceptions are the writes the suite's controllers never make: Sandbox
+// creates with POST are the tests' own (the controller creates Sandboxes by server-side apply),
+// and the webhook's Secret and CRD writes and the leader-election Lease belong to the binary's
+// webhook and --leader-elect, which the in-process controllers do not run.
+func TestWriteCountsCoverRBAC(t *testing.T) {
+	exempt := map[string]bool{"sandboxes POST": true, "customresourcedefinitions PATCH": true, "customresourcedefinitions APPLY": true,
+		"secrets PUT": true}
+	objs, err := readManifests(filepath.Join(testenv.RepoRoot(), "config", "rbac"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := map[string][]string{"create": {"POST"}, "update": {"PUT"}, "patch": {"PATCH", "APPLY"}, "delete": {"DELETE"}, "deletecollection": {"DELETECOLLECTION"}}
+	var missing []string
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" && !(o.GetKind() == "Role" && o.GetName() == "sandbox-gitops-controller") {
+			continue // the leader-election Role: Leases only
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			rule, _ := r.(map[string]any)
+			resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+			for _, res := range resources {
+				for _, v := range verbs {
+					for _, m := range methods[v] {
+						if k := res + " " + m; !controllerResources[k] && !exempt[k] {
+							missing = append(missing, k)
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("config/rbac lets the controller write what the write counts leave out: %v", missing)
+	}
+}
