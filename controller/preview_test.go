@@ -136,8 +136,8 @@ func warmClaimsOf(inputs []*unstructured.Unstructured) []string {
 	return warm
 }
 
-// TestPreviewEqualsReality is the project's promise: for every golden render case of Sandboxes,
-// templates, pools and (cold) claims, what the render previews (the function's and
+// TestPreviewEqualsReality is the project's promise: for every valid golden render case (claims a
+// warm pool satisfies left out, see previewPartial), what the render previews (the function's and
 // `sandbox-render render`'s code: bundle.Expand) is what the controller creates, field for field
 // after API defaults. Two previews are compared with the cluster. The one a pull request shows,
 // rendered from the inputs as written (no UIDs), must be found in the cluster, owner references
