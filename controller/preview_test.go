@@ -434,37 +434,21 @@ func pathIn(v any, p fieldpath.Path) bool {
 				return false
 			}
 		case pe.Key != nil:
-			items, _ := v.([]any)
-			found := false
-			for _, item := range items {
+			var found bool
+			if v, found = findItem(v, func(item any) bool {
 				m, ok := item.(map[string]any)
-				if !ok {
-					continue
-				}
-				match := true
 				for _, f := range *pe.Key {
-					if have, set := m[f.Name]; set && !value.Equals(value.NewValueInterface(have), f.Value) {
-						match = false
+					if have, set := m[f.Name]; ok && set && !value.Equals(value.NewValueInterface(have), f.Value) {
+						return false
 					}
 				}
-				if match {
-					v, found = m, true
-					break
-				}
-			}
-			if !found {
+				return ok
+			}); !found {
 				return false
 			}
 		case pe.Value != nil:
-			items, _ := v.([]any)
-			found := false
-			for _, item := range items {
-				if value.Equals(value.NewValueInterface(item), *pe.Value) {
-					v, found = item, true
-					break
-				}
-			}
-			if !found {
+			var found bool
+			if v, found = findItem(v, func(item any) bool { return value.Equals(value.NewValueInterface(item), *pe.Value) }); !found {
 				return false
 			}
 		case pe.Index != nil:
@@ -476,6 +460,17 @@ func pathIn(v any, p fieldpath.Path) bool {
 		}
 	}
 	return true
+}
+
+// findItem is the first item of the list v that match accepts.
+func findItem(v any, match func(item any) bool) (any, bool) {
+	items, _ := v.([]any)
+	for _, item := range items {
+		if match(item) {
+			return item, true
+		}
+	}
+	return nil, false
 }
 
 // subsetDiff lists the fields of want that have should not be missing or different in have.
