@@ -162,6 +162,9 @@ func TestClaimMissingPoolAndTemplate(t *testing.T) {
 	if msg := readyMessage(c); msg != `SandboxWarmPool "later-pool" not found` {
 		t.Errorf("message %q", msg)
 	}
+	// The status write's Warning event is sent after it, asynchronously: it belongs to the
+	// write, not to the wait that follows.
+	eventually(t, 10*time.Second, "the WarmPoolNotFound event", func() error { return findEvent(ns, "early", render.ReasonWarmPoolNotFound) })
 	w0 := writeCounts(t)
 	time.Sleep(2 * time.Second)
 	if n, by := controllerWrites(w0, writeCounts(t)); n != 0 {
