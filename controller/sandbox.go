@@ -73,6 +73,16 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	now := metav1.NewTime(r.now())
 
 	obs, live := r.observe(ctx, sb)
+	if name, read := render.PodToReadByName(sb, obs); read {
+		// The cache holds only labelled Pods, and no create of this pass would meet this one.
+		pod := &corev1.Pod{}
+		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, pod); {
+		case err == nil:
+			addObserved(&obs, live, pod)
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, fmt.Errorf("reading Pod %q: %w", name, err)
+		}
+	}
 	plan := render.PlanSandbox(sb, obs, now, r.Render)
 	if r.awaitingCache(sb, plan, now.Time) {
 		// A child this pass would create was created a moment ago and its watch event, which

@@ -358,3 +358,33 @@ func TestAdoptablePVC(t *testing.T) {
 		t.Error("the touched Sandbox was not reconciled again")
 	}
 }
+
+// TestSuspendedForeignPod: someone else's Pod under a suspended Sandbox's pod name, which the
+// cache (labelled Pods only) cannot show, is read by name and reported as upstream does
+// (Suspended False, PodNotOwned; Ready "Sandbox is suspending"), and left alone.
+func TestSuspendedForeignPod(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	foreign := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: ns, Labels: map[string]string{"team": "other"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	create(t, foreign)
+	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.OperatingMode = agentsv1beta1.SandboxOperatingModeSuspended }))
+	eventually(t, 30*time.Second, "the foreign Pod reported", func() error {
+		sb := &agentsv1beta1.Sandbox{}
+		if err := get(ns, "box", sb); err != nil {
+			return err
+		}
+		s, r := findCondition(sb, agentsv1beta1.ConditionSuspended), findCondition(sb, agentsv1beta1.ConditionReady)
+		if s == nil || s.Reason != agentsv1beta1.ReasonSuspendedPodNotOwned || r == nil || r.Message != "Sandbox is suspending" {
+			return fmt.Errorf("conditions %+v", sb.Status.Conditions)
+		}
+		return nil
+	})
+	got := &corev1.Pod{}
+	if err := get(ns, "box", got); err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != foreign.UID || len(got.OwnerReferences) != 0 || appliedBy(got, controller.FieldManager) {
+		t.Errorf("the foreign Pod was touched: owners %v, managers %v", got.OwnerReferences, managers(got))
+	}
+}

@@ -168,3 +168,39 @@ func TestObservedPod(t *testing.T) {
 		t.Errorf("changing the result changed the Pod (-was +now):\n%s", diff)
 	}
 }
+
+// TestPodToReadByName: only a suspended Sandbox with no Pod observed has a Pod to read by name
+// (a running one finds a taken name through its refused create).
+func TestPodToReadByName(t *testing.T) {
+	running := &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: "ns"}}
+	suspended := running.DeepCopy()
+	suspended.Spec.OperatingMode = agentsv1beta1.SandboxOperatingModeSuspended
+	renamed := suspended.DeepCopy()
+	renamed.Annotations = map[string]string{agentsv1beta1.SandboxPodNameAnnotation: "box-pod"}
+	own := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: "ns"}}
+	type want struct {
+		Name string
+		Read bool
+	}
+	cases := map[string]struct {
+		reason string
+		sb     *agentsv1beta1.Sandbox
+		obs    ObservedChildren
+		want   want
+	}{
+		"running":            {reason: "a running Sandbox's create finds a taken name", sb: running},
+		"suspended, none":    {reason: "a suspended Sandbox with no Pod observed reads its pod name", sb: suspended, want: want{"box", true}},
+		"suspended, renamed": {reason: "the pod-name annotation names the Pod", sb: renamed, want: want{"box-pod", true}},
+		"suspended, seen":    {reason: "a Pod observed needs no read", sb: suspended, obs: ObservedChildren{Pods: []*corev1.Pod{own}}},
+		"suspended, unknown": {reason: "a failed list is retried, not read around", sb: suspended, obs: ObservedChildren{PodUnknown: true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got want
+			got.Name, got.Read = PodToReadByName(tc.sb, tc.obs)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -289,16 +289,34 @@ func resolvePod(sb *agentsv1beta1.Sandbox, pods []*corev1.Pod) (*corev1.Pod, err
 	default:
 		return nil, multiplePodsError(len(mine))
 	}
-	name := sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation]
-	if name == "" {
-		name = sb.Name
-	}
+	name := podName(sb)
 	for _, p := range pods {
 		if p.Name == name {
 			return p, nil
 		}
 	}
 	return nil, nil
+}
+
+// podName is the name of a Sandbox's Pod: the pod-name annotation, else the Sandbox's name.
+func podName(sb *agentsv1beta1.Sandbox) string {
+	if name := sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation]; name != "" {
+		return name
+	}
+	return sb.Name
+}
+
+// PodToReadByName names the Pod a controller must read by name before planning, because a cache
+// that holds only Pods carrying the name-hash label cannot show it and no write of the pass would
+// find it: the Pod under a suspended Sandbox's pod name when none of its own was observed.
+// Upstream reports such a Pod, someone else's, as PodNotOwned instead of "suspended". A running
+// Sandbox needs no read: its create is refused if the name is taken, and the controller reads
+// the Pod then.
+func PodToReadByName(sb *agentsv1beta1.Sandbox, obs ObservedChildren) (string, bool) {
+	if sb.Spec.OperatingMode != agentsv1beta1.SandboxOperatingModeSuspended || obs.PodUnknown || len(obs.Pods) > 0 {
+		return "", false
+	}
+	return podName(sb), true
 }
 
 type multiplePodsError int
