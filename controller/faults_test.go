@@ -451,6 +451,8 @@ func TestForeignAdditionsRemoved(t *testing.T) {
 		return errors.Join(ownEntries(np), ownEntries(svc))
 	})
 
+	// The take-back's events are sent after it, asynchronously; then nothing more may come.
+	settle(t, 15*time.Second)
 	before := writeCounts(t)
 	time.Sleep(3 * time.Second)
 	if n, by := controllerWrites(before, writeCounts(t)); n != 0 {

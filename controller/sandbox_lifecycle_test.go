@@ -209,9 +209,10 @@ func TestInvalidSandboxReportsField(t *testing.T) {
 	if want := "metadata.name"; !strings.Contains(c.Message, want) {
 		t.Errorf("Ready message %q does not name the field %s", c.Message, want)
 	}
-	// The status write's own watch event may still start one pass; a retry loop, even with
-	// backoff (5 ms doubling: about ten in 3 s), would start many.
-	time.Sleep(500 * time.Millisecond)
+	// The status write's Warning event is sent after it, asynchronously, and its watch event may
+	// still start one pass; a retry loop, even with backoff (5 ms doubling: about ten in 3 s),
+	// would start many.
+	settle(t, 15*time.Second)
 	before, passes := writeCounts(t), reconciles(t, "sandbox")
 	time.Sleep(3 * time.Second)
 	if n, by := controllerWrites(before, writeCounts(t)); n != 0 {
