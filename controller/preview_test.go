@@ -239,13 +239,10 @@ func createInputs(ns string, inputs []*unstructured.Unstructured) ([]*unstructur
 	for _, in := range inputs {
 		o := in.DeepCopy()
 		o.SetNamespace(ns)
-		if old := o.GetUID(); old != "" {
-			uids[old] = ""
-		}
 		o.SetUID("")
 		refs := o.GetOwnerReferences()
 		for i := range refs {
-			if uid := uids[refs[i].UID]; uid != "" {
+			if uid, ok := uids[refs[i].UID]; ok {
 				refs[i].UID = uid
 			}
 		}
@@ -254,8 +251,8 @@ func createInputs(ns string, inputs []*unstructured.Unstructured) ([]*unstructur
 		if err := admin.Create(context.Background(), o); err != nil {
 			return nil, fmt.Errorf("the render accepts %s %s, the API server does not: %w", o.GetKind(), o.GetName(), err)
 		}
-		if _, had := uids[in.GetUID()]; had {
-			uids[in.GetUID()] = o.GetUID()
+		if old := in.GetUID(); old != "" {
+			uids[old] = o.GetUID()
 		}
 		seen.SetUID(o.GetUID())
 		out = append(out, seen)

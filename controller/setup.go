@@ -1,12 +1,11 @@
 package controller
 
 import (
-	"time"
-
 	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"

@@ -234,7 +234,7 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, obs ObservedChildren, now metav1.Tim
 			plan.Steps = append(plan.Steps, Step{action, "Service", children.Service.Name, &Intent{Object: children.Service}})
 			result.Service = children.Service
 		case ActionUpdate, ActionAdopt:
-			if inSync := serviceInSync(obs.Service, children.Service, children.ServiceMode); action == ActionAdopt || !inSync {
+			if action == ActionAdopt || !serviceInSync(obs.Service, children.Service, children.ServiceMode) {
 				intent := serviceIntent(children)
 				intent.Drifted = action == ActionUpdate && len(intent.Scope) == 0
 				plan.Steps = append(plan.Steps, Step{action, "Service", obs.Service.Name, intent})
