@@ -118,7 +118,7 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 		// added stay (a Service port renumbered by hand keeps its name, and the merge has two
 		// ports of one name). A child kept exactly as rendered then gets its spec replaced
 		// wholesale, as upstream's drift fix does, and the apply is sent again.
-		if perr := a.replaceSpec(ctx, live, want, nil); perr != nil {
+		if _, perr := a.replaceSpec(ctx, live, want, nil); perr != nil {
 			return "", fmt.Errorf("%w; replacing its spec: %v", err, perr)
 		}
 		if err = a.send(ctx, config); err == nil {
@@ -232,8 +232,14 @@ func (a applier) takeBack(ctx context.Context, live client.Object, want map[stri
 	if err := a.reader.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
 		return "", fmt.Errorf("reading %T %q before taking its spec back: %w", live, live.GetName(), err)
 	}
-	if err := a.replaceSpec(ctx, fresh, want, othersSpecFields(fresh)); err != nil {
+	changed, err := a.replaceSpec(ctx, fresh, want, othersSpecFields(fresh))
+	if err != nil {
 		return "", fmt.Errorf("taking back the spec of %T %q: %w", live, live.GetName(), err)
+	}
+	if !changed {
+		// What differs is nothing a patch changes (the API server left the object as it was):
+		// reporting a write would only requeue the pass to send the same patch again.
+		return Unchanged, nil
 	}
 	if err := a.dropUpdateEntry(ctx, fresh); err != nil {
 		return "", err
@@ -268,11 +274,13 @@ func othersSpecFields(obj client.Object) []string {
 
 // replaceSpec sets every field of want's spec on the live object with a JSON merge patch, which
 // replaces lists whole, and removes the listed top-level spec fields want does not set. With
-// remove it carries live's resourceVersion, so it applies only to the object read.
-func (a applier) replaceSpec(ctx context.Context, live client.Object, want map[string]any, remove []string) error {
+// remove it carries live's resourceVersion, so it applies only to the object read. It reports
+// whether the object changed (the API server gives a patch that changes nothing no new
+// resourceVersion).
+func (a applier) replaceSpec(ctx context.Context, live client.Object, want map[string]any, remove []string) (bool, error) {
 	spec, ok := want["spec"].(map[string]any)
 	if !ok {
-		return fmt.Errorf("no spec to replace")
+		return false, fmt.Errorf("no spec to replace")
 	}
 	body := map[string]any{}
 	for k, v := range spec {
@@ -289,10 +297,14 @@ func (a applier) replaceSpec(ctx context.Context, live client.Object, want map[s
 	}
 	raw, err := json.Marshal(patch)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// live may be the cache's own object: the response goes into a copy.
-	return a.client.Patch(ctx, live.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, raw), client.FieldOwner(FieldManager))
+	patched := live.DeepCopyObject().(client.Object)
+	if err := a.client.Patch(ctx, patched, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(FieldManager)); err != nil {
+		return false, err
+	}
+	return patched.GetResourceVersion() != live.GetResourceVersion(), nil
 }
 
 // delete deletes obj if it is still the object observed (same UID). An object already gone (a
