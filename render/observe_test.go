@@ -177,6 +177,8 @@ func TestPodToReadByName(t *testing.T) {
 	suspended.Spec.OperatingMode = agentsv1beta1.SandboxOperatingModeSuspended
 	renamed := suspended.DeepCopy()
 	renamed.Annotations = map[string]string{agentsv1beta1.SandboxPodNameAnnotation: "box-pod"}
+	garbage := suspended.DeepCopy()
+	garbage.Annotations = map[string]string{agentsv1beta1.SandboxPodNameAnnotation: "not/a pod"}
 	own := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: "ns"}}
 	type want struct {
 		Name string
@@ -191,6 +193,7 @@ func TestPodToReadByName(t *testing.T) {
 		"running":            {reason: "a running Sandbox's create finds a taken name", sb: running},
 		"suspended, none":    {reason: "a suspended Sandbox with no Pod observed reads its pod name", sb: suspended, want: want{"box", true}},
 		"suspended, renamed": {reason: "the pod-name annotation names the Pod", sb: renamed, want: want{"box-pod", true}},
+		"suspended, garbage": {reason: "an annotation no Pod name can match names nothing to read", sb: garbage},
 		"suspended, seen":    {reason: "a Pod observed needs no read", sb: suspended, obs: ObservedChildren{Pods: []*corev1.Pod{own}}},
 		"suspended, unknown": {reason: "a failed list is retried, not read around", sb: suspended, obs: ObservedChildren{PodUnknown: true}},
 	}

@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 )
@@ -311,12 +312,16 @@ func podName(sb *agentsv1beta1.Sandbox) string {
 // find it: the Pod under a suspended Sandbox's pod name when none of its own was observed.
 // Upstream reports such a Pod, someone else's, as PodNotOwned instead of "suspended". A running
 // Sandbox needs no read: its create is refused if the name is taken, and the controller reads
-// the Pod then.
+// the Pod then. A pod-name annotation no Pod can have names nothing to read.
 func PodToReadByName(sb *agentsv1beta1.Sandbox, obs ObservedChildren) (string, bool) {
 	if sb.Spec.OperatingMode != agentsv1beta1.SandboxOperatingModeSuspended || obs.PodUnknown || len(obs.Pods) > 0 {
 		return "", false
 	}
-	return podName(sb), true
+	name := podName(sb)
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return "", false
+	}
+	return name, true
 }
 
 type multiplePodsError int
