@@ -56,7 +56,7 @@ FUZZ_TARGETS := ./manifest:FuzzRead ./manifest:FuzzDecode ./bundle:FuzzExpand ./
 FUZZTIME ?= 10m
 FUZZPARALLEL ?= 1
 
-fuzz: ## Fuzz each target for FUZZTIME (default 10m; CI: 15s) with FUZZPARALLEL workers (default 1).
+fuzz: ## Fuzz each target for FUZZTIME (a duration, default 10m, or a count like 10000x as CI runs it) with FUZZPARALLEL workers (default 1).
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$fn in $$pkg for $(FUZZTIME)"; \
 		go test $$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) || exit 1; \
