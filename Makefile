@@ -52,7 +52,7 @@ bench: ## Run the benchmarks (figures go into the README); the scale table runs 
 
 # Each fuzz target as package:Target; their seed corpora (every repro of a crash or a wrong
 # accept, and the golden inputs) run in every `make test`.
-FUZZ_TARGETS := ./manifest:FuzzRead ./manifest:FuzzDecode ./bundle:FuzzExpand ./krm:FuzzRun ./router:FuzzHeaders ./api/convert:FuzzKeptAnnotations
+FUZZ_TARGETS := ./manifest:FuzzRead ./manifest:FuzzDecode ./bundle:FuzzExpand ./krm:FuzzRun ./router:FuzzHeaders ./api/convert:FuzzKeptAnnotations ./kbuild:FuzzOutputFileNames
 FUZZTIME ?= 10m
 FUZZPARALLEL ?= 1
 

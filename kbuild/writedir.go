@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/resid"
@@ -28,25 +29,34 @@ func (e *RefusedError) Error() string { return e.Msg }
 // holds a file the build read (the kustomization's own tree), or files that an earlier
 // --output-dir run did not write.
 func CheckOutputDir(dir string, sources []string) error {
-	a := abs(dir)
+	a, err := resolveDir(dir)
+	if err != nil {
+		return err
+	}
 	for _, s := range sources {
+		if r, err := filepath.EvalSymlinks(s); err == nil {
+			s = r
+		}
 		if rel, err := filepath.Rel(a, s); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			return &RefusedError{fmt.Sprintf("refusing to write into %s: it holds the sources of the build (%s); choose a directory outside the kustomization's tree, such as deploy/<name>", dir, s)}
 		}
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(a)
 	if os.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	owned, err := readMarker(dir)
+	owned, err := readMarker(a)
 	if err != nil {
 		return err
 	}
 	var foreign []string
 	for _, e := range entries {
+		if e.Type()&os.ModeSymlink != 0 {
+			return &RefusedError{fmt.Sprintf("refusing to write into %s: %s is a symbolic link, and sandbox-render writes only regular files of its own there; remove it", dir, strconv.Quote(e.Name()))}
+		}
 		if e.Name() == MarkerFile {
 			continue
 		}
@@ -77,7 +87,7 @@ func readMarker(dir string) (map[string]bool, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		l := strings.TrimSpace(sc.Text())
-		if l != "" && !strings.HasPrefix(l, "#") && filepath.Base(l) == l {
+		if !strings.HasPrefix(l, "#") && isPlainFileName(l) {
 			owned[l] = true
 		}
 	}
@@ -94,7 +104,7 @@ func legacyOwned(dir string) map[string]bool {
 	}
 	owned["kustomization.yaml"] = true
 	for _, l := range strings.Split(string(b), "\n") {
-		if n, ok := strings.CutPrefix(l, "- "); ok && filepath.Base(n) == n && strings.HasSuffix(n, ".yaml") {
+		if n, ok := strings.CutPrefix(l, "- "); ok && isPlainFileName(n) && strings.HasSuffix(n, ".yaml") {
 			owned[n] = true
 		}
 	}
@@ -104,8 +114,9 @@ func legacyOwned(dir string) map[string]bool {
 const legacyHeader = "# Written by sandbox-render build --output-dir; do not edit."
 
 // WriteDir writes every object of r to its own file in dir, named as `kustomize build -o DIR`
-// names them (<group_version_kind>_<name>.yaml, prefixed by the namespace when there are several),
-// plus a kustomization.yaml listing them, so the directory is itself buildable by kustomize,
+// names them (<group_version_kind>_<name>.yaml, prefixed by the namespace when there are several)
+// wherever that is a plain file name, and made one otherwise (outputFileNames), plus a
+// kustomization.yaml listing them, so the directory is itself buildable by kustomize,
 // Flux and Argo CD. Files an earlier WriteDir wrote and this one does not are removed, so an
 // object deleted from Git does not linger. It refuses (CheckOutputDir) a directory holding
 // anything else. It returns the files written and removed.
@@ -113,7 +124,13 @@ func WriteDir(dir string, r *Result) (written, removed []string, err error) {
 	if err := CheckOutputDir(dir, r.Sources); err != nil {
 		return nil, nil, err
 	}
-	owned, err := readMarker(dir)
+	// Every write goes to the directory the path resolves to now, checked once (pathInside
+	// refuses a symbolic link in it), so nothing written follows a link out of it.
+	into, err := resolveDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	owned, err := readMarker(into)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,13 +144,20 @@ func WriteDir(dir string, r *Result) (written, removed []string, err error) {
 			namespaces[ns] = true
 		}
 	}
-	files := map[string][]byte{}
+	keys := make([]fileKey, len(r.Objects))
 	for i, o := range r.Objects {
-		name := fileName(o.ID.Gvk.StringWoEmptyField(), o.ID.Name)
+		keys[i] = fileKey{GVK: o.ID.Gvk.StringWoEmptyField(), Name: o.ID.Name}
 		if ns := o.ID.EffectiveNamespace(); ns != resid.TotallyNotANamespace && len(namespaces) > 1 {
-			name = strings.ToLower(ns) + "_" + name
+			keys[i].Namespace = ns
 		}
-		files[name] = docs[i]
+	}
+	fileNames, err := outputFileNames(keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := map[string][]byte{}
+	for i, n := range fileNames {
+		files[n] = docs[i]
 	}
 	names := make([]string, 0, len(files))
 	for n := range files {
@@ -147,7 +171,7 @@ func WriteDir(dir string, r *Result) (written, removed []string, err error) {
 	files["kustomization.yaml"] = []byte(k)
 	names = append(names, "kustomization.yaml")
 
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(into, 0o755); err != nil {
 		return nil, nil, err
 	}
 	// The marker first, listing the old and the new files: an interrupted run leaves a
@@ -159,15 +183,18 @@ func WriteDir(dir string, r *Result) (written, removed []string, err error) {
 	for _, n := range names {
 		all[n] = true
 	}
-	if err := writeMarker(dir, all); err != nil {
+	if err := writeMarker(into, all); err != nil {
 		return nil, nil, err
 	}
 	for _, n := range names {
-		p := filepath.Join(dir, n)
+		p, err := pathInside(into, n)
+		if err != nil {
+			return nil, nil, err
+		}
 		if err := writeFileAtomic(p, files[n]); err != nil {
 			return nil, nil, err
 		}
-		written = append(written, p)
+		written = append(written, filepath.Join(dir, n))
 	}
 	var stale []string
 	for n := range owned {
@@ -177,17 +204,20 @@ func WriteDir(dir string, r *Result) (written, removed []string, err error) {
 	}
 	sort.Strings(stale)
 	for _, n := range stale {
-		p := filepath.Join(dir, n)
+		p, err := pathInside(into, n)
+		if err != nil {
+			return nil, nil, err
+		}
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 			return nil, nil, err
 		}
-		removed = append(removed, p)
+		removed = append(removed, filepath.Join(dir, n))
 	}
 	final := map[string]bool{}
 	for _, n := range names {
 		final[n] = true
 	}
-	return written, removed, writeMarker(dir, final)
+	return written, removed, writeMarker(into, final)
 }
 
 func writeMarker(dir string, names map[string]bool) error {
@@ -196,7 +226,11 @@ func writeMarker(dir string, names map[string]bool) error {
 		list = append(list, n)
 	}
 	sort.Strings(list)
-	return writeFileAtomic(filepath.Join(dir, MarkerFile), []byte(markerHeader+strings.Join(list, "\n")+"\n"))
+	p, err := pathInside(dir, MarkerFile)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(p, []byte(markerHeader+strings.Join(list, "\n")+"\n"))
 }
 
 // writeFileAtomic writes through a temporary file renamed into place, so a reader never sees
@@ -254,8 +288,4 @@ func WriteFile(path string, r *Result) error {
 		return err
 	}
 	return writeFileAtomic(path, append([]byte(OutputFileHeader), b...))
-}
-
-func fileName(gvk, name string) string {
-	return strings.ToLower(gvk) + "_" + strings.ToLower(name) + ".yaml"
 }

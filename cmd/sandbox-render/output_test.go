@@ -249,3 +249,103 @@ func TestHelpExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildOutputDirStaysInside: whatever a pass-through object is called, --output-dir writes
+// only plain files inside the directory (a name with ../ once overwrote a file two levels up),
+// objects whose names differ only in case get files of their own, a symbolic link in the
+// directory is refused, and a marker that lists a path outside the directory removes nothing.
+func TestBuildOutputDirStaysInside(t *testing.T) {
+	root := t.TempDir()
+	tree := filepath.Join(root, "tree")
+	writeTree(t, tree, map[string]string{
+		"kustomization.yaml": "resources:\n- cms.yaml\n",
+		"cms.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: x/../../victim
+data: {a: evil}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: foo
+data: {a: lower}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: Foo
+data: {a: upper}
+`,
+	})
+	victim := filepath.Join(root, "a", "victim")
+	writeTree(t, filepath.Join(root, "a"), map[string]string{"victim": "keep me\n", "b/.keep": ""})
+	out := filepath.Join(root, "a", "b", "out")
+	code, _, stderr := runBuild(t, tree, "--output-dir", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
+		t.Fatalf("a file outside the output directory was overwritten: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a", "b", "victim.yaml")); b != nil {
+		t.Fatalf("a file was written outside the output directory")
+	}
+	got := snapshot(t, out)
+	var names []string
+	for n := range got {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	want := []string{kbuild.MarkerFile, "kustomization.yaml", "v1_configmap_foo-6fed7810.yaml", "v1_configmap_foo.yaml", "v1_configmap_x_.__.__victim-2e2b9d12.yaml"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	for file, data := range map[string]string{"v1_configmap_foo.yaml": "lower", "v1_configmap_foo-6fed7810.yaml": "upper"} {
+		if !strings.Contains(got[file], "a: "+data) {
+			t.Errorf("%s does not hold the ConfigMap with %q:\n%s", file, data, got[file])
+		}
+	}
+	// kustomize builds the directory back into the same three objects.
+	code, stdout, stderr := runBuild(t, out)
+	if code != exitOK || strings.Count(stdout, "kind: ConfigMap") != 3 {
+		t.Errorf("the written directory does not build back into three ConfigMaps (exit %d): %s\n%s", code, stderr, stdout)
+	}
+
+	t.Run("a symbolic link in the directory", func(t *testing.T) {
+		outside := filepath.Join(root, "outside.yaml")
+		writeTree(t, root, map[string]string{"outside.yaml": "keep me\n"})
+		if err := os.Remove(filepath.Join(out, "v1_configmap_foo.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(out, "v1_configmap_foo.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runBuild(t, tree, "--output-dir", out)
+		if code != exitUsage || !strings.Contains(stderr, "is a symbolic link") {
+			t.Errorf("exit %d, want %d naming the link: %s", code, exitUsage, stderr)
+		}
+		if b, _ := os.ReadFile(outside); string(b) != "keep me\n" {
+			t.Errorf("written through the link: %q", b)
+		}
+		os.Remove(filepath.Join(out, "v1_configmap_foo.yaml"))
+	})
+
+	t.Run("a marker listing a path outside", func(t *testing.T) {
+		marker, err := os.ReadFile(filepath.Join(out, kbuild.MarkerFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, out, map[string]string{kbuild.MarkerFile: string(marker) + "../victim\n../../victim\n/etc/hostname\n"})
+		code, _, stderr := runBuild(t, tree, "--output-dir", out)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if strings.Contains(stderr, "removed") {
+			t.Errorf("removed something the marker should not name: %s", stderr)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
+			t.Errorf("the file outside was changed: %q", b)
+		}
+	})
+}
