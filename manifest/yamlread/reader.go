@@ -23,6 +23,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 )
 
 // Node is one document of a YAML stream, parsed but not yet converted.
@@ -434,7 +436,7 @@ func (c *converter) mapping(n *kyaml.Node) (any, error) {
 		}
 		key := k.Value
 		if first, dup := lines[key]; dup {
-			return nil, fmt.Errorf("line %d: mapping key %q already defined at line %d", k.Line, key, first)
+			return nil, fmt.Errorf("line %d: mapping key %s already defined at line %d", k.Line, quote.Value(key), first)
 		}
 		lines[key] = k.Line
 		val, err := c.value(v)
@@ -517,7 +519,7 @@ func describeNode(n *kyaml.Node) string {
 	if isNull(n) {
 		return "empty"
 	}
-	return fmt.Sprintf("the value %q", n.Value)
+	return "the value " + quote.Value(n.Value)
 }
 
 // DescribeValue says what a value read from YAML is, for messages ("the string \"x\"", "a
