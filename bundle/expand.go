@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
@@ -56,9 +57,21 @@ type Entry struct {
 // never holds tens of thousands of children typed, unstructured and encoded. The order, the
 // checks and the errors are Expand's.
 func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encode bool) ([]Entry, error) {
+	// An object given twice is reported on each later copy, where it is written (findings found
+	// the copy by name, so every duplicate was placed at the first), before the render could
+	// report a claim given twice as its Sandbox "rendered twice".
+	seen := make(map[string]bool, len(objs))
+	var dups []error
+	for _, o := range objs {
+		if id := identity(o); seen[id] {
+			dups = append(dups, duplicate(o))
+		} else {
+			seen[id] = true
+		}
+	}
 	b, err := manifest.Decode(objs)
-	if err != nil {
-		return nil, err
+	if err != nil || len(dups) > 0 {
+		return nil, errors.Join(append(dups, err)...)
 	}
 	// Each child is turned into an unstructured object (and, with encode, YAML) a batch at a time
 	// as the render makes it, on every core, and its typed form let go.
@@ -141,18 +154,11 @@ func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encod
 		keys = append(keys, m.key)
 	}
 
-	seen := make(map[string]bool, len(objs))
 	for i, o := range objs {
 		if o.GroupVersionKind().Group == "agents.x-k8s.io" && o.GetKind() == "Sandbox" && gone[o.GetNamespace()+"/"+o.GetName()] {
 			continue
 		}
 		id := identity(o)
-		if seen[id] {
-			errs = append(errs, &render.InvalidError{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(),
-				Errs: field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"), o.GetName())}})
-			continue
-		}
-		seen[id] = true
 		child, ok := rendered[id]
 		if !ok {
 			out = append(out, Entry{Input: i})
@@ -196,6 +202,12 @@ func toUnstructured(obj render.Object) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
+// duplicate is the finding on a later copy of an object given twice.
+func duplicate(o *unstructured.Unstructured) *render.InvalidError {
+	return &render.InvalidError{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(), Source: o,
+		Errs: field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"), o.GetName())}}
+}
+
 func identity(o *unstructured.Unstructured) string {
 	gvk := o.GroupVersionKind()
 	return gvk.Group + "/" + gvk.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
@@ -203,7 +215,7 @@ func identity(o *unstructured.Unstructured) string {
 
 func describe(k manifest.CanonicalKey) string {
 	if k.Namespace == "" {
-		return k.Kind + " " + k.Name
+		return k.Kind + " " + quote.Name(k.Name)
 	}
-	return k.Kind + " " + k.Namespace + "/" + k.Name
+	return k.Kind + " " + quote.Name(k.Namespace) + "/" + quote.Name(k.Name)
 }

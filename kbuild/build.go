@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -31,6 +32,7 @@ import (
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
 )
 
 // functionAnnotation carries a KRM function's runtime in its config; originAnnotation is where
@@ -422,17 +424,81 @@ func slowBuild(dir, self, kustPath string, e *elider) (*Result, error) {
 	return &Result{Objects: objects(m), Rendered: fs.renders(), Sources: fs.paths(), read: fs.sources()}, nil
 }
 
-func run(fs filesys.FileSystem, dir string) (resmap.ResMap, error) {
+func run(fs selfFS, dir string) (resmap.ResMap, error) {
 	opts := krusty.MakeDefaultOptions()
 	opts.Reorder = krusty.ReorderOptionUnspecified
 	pc := types.EnabledPluginConfig(types.BploUseStaticallyLinked)
 	pc.FnpLoadingOptions.EnableExec = true
 	opts.PluginConfig = pc
 	m, err := krusty.MakeKustomizer(opts).Run(fs, dir)
+	// A file render would refuse to read is a problem of the input whatever kustomize made of
+	// it (it stops on the error ReadFile returned, in words of its own around ours).
+	if bad := fs.unreadable(); bad != nil {
+		return nil, bad
+	}
 	if err != nil {
 		return nil, cleanError(err)
 	}
 	return m, nil
+}
+
+// checkYAML reads a file of the tree as render reads YAML (manifest/yamlread): kustomize's reader
+// takes the last of two equal keys, UTF-16, and aliases that expand without bound, so a
+// kustomization with resources: listed twice built from the second list alone.
+func checkYAML(path string, b []byte) error {
+	nodes, err := yamlread.ReadNodes(b)
+	for i := 0; err == nil && i < len(nodes); i++ {
+		if _, verr := yamlread.NodeValue(nodes[i].Node); verr != nil {
+			err = fmt.Errorf("document %d, %w", nodes[i].Index, verr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// isYAMLFile tells the files a build reads as YAML: kustomizations, and resources, patches and
+// configs by their extension. Files a generator reads (configMapGenerator files: and envs:) are
+// data, whatever their name, and are not checked.
+func isYAMLFile(path string) bool {
+	if slices.Contains(kustomizationNames, filepath.Base(path)) {
+		return true
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// generatorFiles are the files a kustomization's generators read, absolute.
+func generatorFiles(kustPath string, k map[string]any) []string {
+	var out []string
+	add := func(entry any) {
+		s, _ := entry.(string)
+		if s == "" {
+			return
+		}
+		if _, path, found := strings.Cut(s, "="); found { // key=path
+			s = path
+		}
+		out = append(out, abs(filepath.Join(filepath.Dir(kustPath), s)))
+	}
+	for _, key := range []string{"configMapGenerator", "secretGenerator"} {
+		gens, _ := k[key].([]any)
+		for _, g := range gens {
+			gm, _ := g.(map[string]any)
+			for _, list := range []string{"files", "envs"} {
+				entries, _ := gm[list].([]any)
+				for _, e := range entries {
+					add(e)
+				}
+			}
+			add(gm["env"])
+		}
+	}
+	return out
 }
 
 // execFailure is how kustomize wraps an exec function's failure; the function has written its own
@@ -472,6 +538,47 @@ type selfFS struct {
 	mu      *sync.Mutex
 	read    *[]source
 	ours    *bool
+	// bad are the files render would refuse to read (checkYAML); data are the generators' files,
+	// which are not YAML to check.
+	bad  *[]error
+	data map[string]bool
+}
+
+// unreadable is the files of the tree render would refuse to read, as findings, or nil.
+func (f selfFS) unreadable() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(*f.bad) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, err := range *f.bad {
+		b.WriteString(err.Error() + "\n")
+	}
+	return &FindingsError{Report: b.String(), Count: len(*f.bad)}
+}
+
+// check checks a file read as YAML, the original bytes of a replaced one included, and records
+// what is wrong with it; the error is returned to kustomize, which stops.
+func (f selfFS) check(path string, b []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !isYAMLFile(path) || f.data[abs(path)] {
+		return nil
+	}
+	if err := checkYAML(path, b); err != nil {
+		*f.bad = append(*f.bad, err)
+		return err
+	}
+	if slices.Contains(kustomizationNames, filepath.Base(path)) {
+		var k map[string]any
+		if yaml.Unmarshal(b, &k) == nil {
+			for _, g := range generatorFiles(path, k) {
+				f.data[g] = true
+			}
+		}
+	}
+	return nil
 }
 
 type source struct {
@@ -480,17 +587,20 @@ type source struct {
 }
 
 func newSelfFS(self string, e *elider) selfFS {
-	return selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self, elide: e, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool)}
+	return selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self, elide: e, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool),
+		bad: &[]error{}, data: map[string]bool{}}
 }
 
 func (f selfFS) ReadFile(path string) ([]byte, error) {
-	b, ok := f.replace[abs(path)]
-	var err error
-	if !ok {
-		b, err = f.FileSystem.ReadFile(path)
-	}
+	b, err := f.FileSystem.ReadFile(path)
 	if err != nil {
 		return b, err
+	}
+	if err := f.check(path, b); err != nil {
+		return nil, err
+	}
+	if r, ok := f.replace[abs(path)]; ok {
+		b = r
 	}
 	f.mu.Lock()
 	*f.read = append(*f.read, source{abs(path), b})

@@ -80,6 +80,16 @@ func TestMalformedResourceList(t *testing.T) {
 			in:     rlHead + "items:\n- a: [\n",
 			want:   "line 4",
 		},
+		"UTF16": {
+			reason: "a UTF-16 ResourceList was read, its items written back as UTF-16 bytes in a UTF-8 list",
+			in:     utf16LE(rlHead + "items:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n"),
+			want:   "document 1, line 1: the input is UTF-16 (little-endian)",
+		},
+		"BOMInAnItem": {
+			reason: "a byte-order mark inside the list passed through into the output",
+			in:     rlHead + "items:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: \"a\xef\xbb\xbf\"}\n",
+			want:   "document 1, line 6: a byte-order mark (U+FEFF) inside the stream",
+		},
 		"Empty": {
 			reason: "nothing on stdin",
 			in:     "",
@@ -119,6 +129,15 @@ func TestMalformedResourceList(t *testing.T) {
 			}
 		})
 	}
+}
+
+// utf16LE is s, ASCII, in UTF-16 little-endian with its byte-order mark.
+func utf16LE(s string) string {
+	b := []byte{0xff, 0xfe}
+	for i := 0; i < len(s); i++ {
+		b = append(b, s[i], 0)
+	}
+	return string(b)
 }
 
 // TestBadItems: items that are objects but not well formed are error results naming the item,

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
@@ -241,7 +244,10 @@ func ResultsAt(err error, objs []*unstructured.Unstructured, locate func(*unstru
 			out = append(out, &framework.Result{Message: err.Error(), Severity: framework.Error})
 			return
 		}
-		src := find(objs, ie)
+		src := ie.Source
+		if src == nil {
+			src = find(objs, ie)
+		}
 		ref := &kyaml.ResourceIdentifier{
 			TypeMeta: kyaml.TypeMeta{Kind: ie.Kind},
 			NameMeta: kyaml.NameMeta{Name: ie.Name, Namespace: ie.Namespace},
@@ -258,7 +264,7 @@ func ResultsAt(err error, objs []*unstructured.Unstructured, locate func(*unstru
 		}
 		for _, fe := range ie.Errs {
 			r := &framework.Result{
-				Message:     ie.Object() + ": " + fe.Error(),
+				Message:     ie.Object() + ": " + fieldMessage(fe),
 				Severity:    framework.Error,
 				ResourceRef: ref,
 				Field:       &framework.Field{Path: fe.Field},
@@ -267,12 +273,34 @@ func ResultsAt(err error, objs []*unstructured.Unstructured, locate func(*unstru
 			}
 			if fe.BadValue != nil && fe.Type != field.ErrorTypeRequired && fe.Type != field.ErrorTypeForbidden {
 				r.Field.CurrentValue = fe.BadValue
+				if s, isString := fe.BadValue.(string); isString && utf8.RuneCountInString(s) > quote.Max {
+					r.Field.CurrentValue = quote.Cut(s) // the message says how long it is
+				}
 			}
 			out = append(out, r)
 		}
 	}
 	walk(err)
 	return out
+}
+
+// fieldMessage is fe.Error() with a long string value cut (quote.Value): apimachinery writes the
+// value whole, and a 10 MB name gave 20 MB of standard error.
+func fieldMessage(fe *field.Error) string {
+	s, isString := fe.BadValue.(string)
+	if !isString || utf8.RuneCountInString(s) <= quote.Max {
+		return fe.Error()
+	}
+	switch fe.Type {
+	case field.ErrorTypeInvalid, field.ErrorTypeTypeInvalid, field.ErrorTypeNotSupported, field.ErrorTypeNotFound,
+		field.ErrorTypeDuplicate, field.ErrorTypeTooMany, field.ErrorTypeTooFew:
+		msg := fmt.Sprintf("%s: %s: %s", fe.Field, fe.Type, quote.Value(s))
+		if fe.Detail != "" {
+			msg += ": " + fe.Detail
+		}
+		return msg
+	}
+	return fe.Error()
 }
 
 func find(objs []*unstructured.Unstructured, ie *render.InvalidError) *unstructured.Unstructured {
@@ -404,7 +432,25 @@ func Format(results framework.Results) string {
 			}
 			b.WriteString(": ")
 		}
-		fmt.Fprintf(&b, "%s: %s\n", r.Severity, r.Message)
+		fmt.Fprintf(&b, "%s: %s\n", r.Severity, oneLine(r.Message))
+	}
+	return b.String()
+}
+
+// oneLine escapes the control characters of a message, as strconv.Quote would, so that a value
+// holding a newline (a name, a key) cannot split a finding in two or forge another.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
 	}
 	return b.String()
 }

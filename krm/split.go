@@ -27,6 +27,9 @@ import (
 // or laid out differently: the caller then parses the whole document, whose reading is the
 // reference.
 func readSplit(data []byte) (*framework.ResourceList, []source, [][]byte, bool) {
+	if yamlread.CheckEncoding(data) != nil {
+		return nil, nil, nil, false // the whole reading reports it, with the document and line
+	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	itemsAt := -1 // 0-based line of "items:"
 	for i, l := range lines {

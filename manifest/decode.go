@@ -18,6 +18,7 @@ import (
 	extv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1alpha1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
@@ -281,9 +282,9 @@ func hasField(errs field.ErrorList, path string) bool {
 
 func describeName(namespace, name string) string {
 	if namespace == "" {
-		return name
+		return quote.Name(name)
 	}
-	return namespace + "/" + name
+	return quote.Name(namespace) + "/" + quote.Name(name)
 }
 
 // timeFields are the metav1.Time fields of our kinds. The schema's date-time format accepts

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
 )
 
 // File is a parsed YAML stream, kept as the text of each document so that documents migrate does
@@ -52,7 +54,15 @@ var (
 
 // Parse splits data into documents at lines holding only "---" and parses each. A document that
 // fails to parse is an error naming the file and the line in the file.
+//
+// The stream is first read as render reads it (manifest/yamlread: UTF-8 only, duplicate keys,
+// alias bombs, numbers JSON cannot hold), with render's messages: migrate must not write a file
+// render then refuses (with replicas: 0 and replicas: 1 it converted the first and kept the
+// second), nor meet a duplicate key only when it reads its own edit back.
 func Parse(name string, data []byte) (*File, error) {
+	if err := readAsRender(data); err != nil {
+		return nil, &ParseError{File: name, Msg: err.Error()}
+	}
 	f := &File{Name: name}
 	lines := strings.SplitAfter(string(data), "\n")
 	cur := &document{line: 1}
@@ -82,6 +92,22 @@ func Parse(name string, data []byte) (*File, error) {
 		d.node = n
 	}
 	return f, nil
+}
+
+// readAsRender reads data with render's reader and converts every document, so that whatever
+// render refuses in the YAML itself is refused here, in the same words. Documents need not be
+// Kubernetes objects: migrate leaves the others alone.
+func readAsRender(data []byte) error {
+	nodes, err := yamlread.ReadNodes(data)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if _, err := yamlread.NodeValue(n.Node); err != nil {
+			return fmt.Errorf("document %d, %w", n.Index, err)
+		}
+	}
+	return nil
 }
 
 // parseDoc parses one document's text; nil when it holds no node.

@@ -26,6 +26,11 @@ func FuzzMigrate(f *testing.F) {
 		"apiVersion: extensions.agents.x-k8s.io/v1alpha1\nkind: SandboxClaim\nspec:\n  sandboxTemplateRef: {name: x}\n  warmpool: [a]\n",
 		"apiVersion: extensions.agents.x-k8s.io/v1alpha1\nkind: SandboxTemplate\nmetadata:\n  annotations: {api.agents.x-k8s.io/v1beta1-volume-claim-templates-policy: Allowed}\nspec: {}\n",
 		"--- {a: 1}\n", "a: &x 1\nb: *x\n",
+		// Read as render reads them: duplicate keys, byte-order marks.
+		"apiVersion: agents.x-k8s.io/v1alpha1\nkind: Sandbox\nspec:\n  replicas: 0\n  replicas: 1\n",
+		"apiVersion: agents.x-k8s.io/v1alpha1\nkind: Sandbox\nspec: {replicas: 0}\nspec: {}\n",
+		"\xef\xbb\xbfapiVersion: agents.x-k8s.io/v1alpha1\nkind: Sandbox\nspec: {replicas: 0}\n",
+		"a: 1\n---\n\xef\xbb\xbfb: 2\n", "\xff\xfea\x00:\x00 \x001\x00\n\x00",
 	} {
 		f.Add([]byte(s))
 	}

@@ -13,6 +13,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 )
 
 // Object is a rendered child: a typed Kubernetes object with its TypeMeta set.
@@ -75,14 +76,23 @@ func RenderEach(in *Input, opts Options, emit func(Child)) error {
 	}
 	// Checked before any pool renders a member: the sum is known from the specs alone. A pool
 	// over its own limit is reported on its spec.replicas instead, and renders nothing.
+	// It is reported on the spec.replicas of the pool (in name order) that crosses the limit, so
+	// the finding names a file, a document and a field.
 	var members int64
-	for _, p := range in.Pools {
+	var over *extv1beta1.SandboxWarmPool
+	limit := opts.maxPoolMembers()
+	for _, p := range sortedByName(in.Pools) {
 		if n := Replicas(p); n <= opts.maxPoolReplicas() {
 			members += int64(n)
+			if members > limit && over == nil {
+				over = p
+			}
 		}
 	}
-	if limit := opts.maxPoolMembers(); members > limit {
-		return fmt.Errorf("the SandboxWarmPools of this input ask for %d members in all, more than the limit of %d per render; render them in parts, or raise the limit (SandboxRender spec.maxPoolMembers)", members, limit)
+	if over != nil {
+		return &InvalidError{Kind: extv1beta1.SandboxWarmPoolKind, Namespace: over.Namespace, Name: over.Name,
+			Errs: field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), Replicas(over), fmt.Sprintf(
+				"the SandboxWarmPools of this input ask for %d members in all, more than the limit of %d per render; render them in parts, or raise the limit (SandboxRender spec.maxPoolMembers)", members, limit))}}
 	}
 	for _, p := range sortedByName(in.Pools) {
 		r.pool(p, in.Templates)
@@ -145,10 +155,9 @@ func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.S
 	if !ok {
 		names = PoolMemberNames(p.Namespace, p.Name, int(Replicas(p)), nil)
 	}
-	parent := describe(extv1beta1.SandboxWarmPoolKind, p.Namespace, p.Name)
 	for _, name := range names {
 		sb := PoolSandbox(p, t, name, hashes, r.opts)
-		r.emitMade(sb, parent, controller{extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind})
+		r.emitMade(sb, extv1beta1.SandboxWarmPoolKind, p, controller{extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind})
 	}
 }
 
@@ -165,17 +174,29 @@ func (r *renderer) claim(c *extv1beta1.SandboxClaim, in *Input) {
 		r.invalid(extv1beta1.SandboxClaimKind, c, cerr.FieldError())
 		return
 	}
-	r.emitMade(sb, describe(extv1beta1.SandboxClaimKind, c.Namespace, c.Name), controller{extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind})
+	r.emitMade(sb, extv1beta1.SandboxClaimKind, c, controller{extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind})
 }
 
-// emitMade emits a Sandbox rendered from a claim or pool, and its children.
-func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, parent string, ctrl controller) {
+// emitMade emits a Sandbox rendered from a claim or pool (kind, obj), and its children. A
+// Sandbox another claim or pool renders already is a finding on the later one's name: the
+// message said "rendered twice: from SandboxClaim alice and from SandboxClaim alice" and named
+// no file, document or field.
+func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, kind string, obj metav1.Object, ctrl controller) {
+	parent := describe(kind, obj.GetNamespace(), obj.GetName())
 	child := Child{Object: sb, Parent: parent,
 		MarkerPath:  []string{"metadata", "labels", agentsv1beta1.SandboxTemplateRefHashLabel},
 		MarkerValue: sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel]}
 	key := sb.Namespace + "/" + sb.Name
 	if prev, dup := r.made[key]; dup {
-		r.errs = append(r.errs, fmt.Errorf("Sandbox %s is rendered twice: from %s and from %s; rename one of them", key, prev.parent, parent))
+		name := field.NewPath("metadata", "name")
+		if prev.parent == parent {
+			// The same claim or pool twice in the input (bundle reports such duplicates before
+			// the render; a caller of render may not).
+			r.invalid(kind, obj, field.Duplicate(name, obj.GetName()))
+			return
+		}
+		r.invalid(kind, obj, field.Invalid(name, obj.GetName(), fmt.Sprintf("renders %s, which %s renders too; rename one of them",
+			describe(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name), prev.parent)))
 		return
 	}
 	r.made[key] = madeSandbox{parent: parent, marker: child.MarkerValue}
@@ -242,7 +263,7 @@ func findByName[T metav1.Object](in []T, namespace, name string) T {
 
 func describe(kind, namespace, name string) string {
 	if namespace == "" {
-		return kind + " " + name
+		return kind + " " + quote.Name(name)
 	}
-	return kind + " " + namespace + "/" + name
+	return kind + " " + quote.Name(namespace) + "/" + quote.Name(name)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -15,6 +16,10 @@ import (
 type InvalidError struct {
 	Kind, Namespace, Name string
 	Errs                  field.ErrorList
+	// Source is the input object the error is about, when the caller that found it knows which
+	// of several objects of one name it is (bundle's duplicates): findings then name that copy's
+	// file and document, not the first copy's. nil otherwise; callers find the object by name.
+	Source *unstructured.Unstructured
 }
 
 // Object names the offending object the way kubectl does: Kind namespace/name.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -127,6 +128,12 @@ func decodeConfig(m map[string]any, c *SandboxRender) error {
 		return err
 	}
 	if err := json.Unmarshal(b, c); err != nil {
+		// metav1.Time says only `parsing time "x" as "2006-01-02T15:04:05Z07:00"`.
+		var pe *time.ParseError
+		if errors.As(err, &pe) {
+			v, _, _ := unstructured.NestedFieldNoCopy(m, "spec", "now")
+			return field.Invalid(field.NewPath("spec", "now"), v, "must be an RFC 3339 time such as 2026-06-01T12:00:00Z")
+		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			path := strings.Split(te.Field, ".")

@@ -23,6 +23,11 @@ func TestConfigFieldErrors(t *testing.T) {
 			spec:   `allowedLabelDomains: example.com`,
 			want:   `spec.allowedLabelDomains: Invalid value: "example.com": must be a list`,
 		},
+		"BadNow": {
+			reason: `now: x said parsing time "x" as "2006-01-02T15:04:05Z07:00", without the field`,
+			spec:   `now: x`,
+			want:   `spec.now: Invalid value: "x": must be an RFC 3339 time such as 2026-06-01T12:00:00Z`,
+		},
 		"BadClusterDomain": {
 			reason: `clusterDomain: "bad domain!" was accepted`,
 			spec:   `clusterDomain: "bad domain!"`,

@@ -198,7 +198,13 @@ func TestMigrateWritesNothingOnError(t *testing.T) {
 		wantStderr []string
 	}{
 		"not yaml": {"broken.yaml", "apiVersion: v1\nkind: ConfigMap\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: tab\n",
-			[]string{"broken.yaml:7: found character that cannot start any token", "not valid YAML; no file was changed"}},
+			[]string{"broken.yaml: document 2, line 7: YAML syntax: found character that cannot start any token", "not valid YAML; no file was changed"}},
+		"duplicate key": {"dup.yaml", "apiVersion: agents.x-k8s.io/v1alpha1\nkind: Sandbox\nmetadata:\n  name: dup\nspec:\n  replicas: 0\n  replicas: 1\n",
+			// It exited 0 and wrote operatingMode: Suspended beside replicas: 1, which render refused.
+			[]string{`dup.yaml: document 1, line 7: mapping key "replicas" already defined at line 6`, "no file was changed"}},
+		"duplicate spec": {"dup.yaml", "apiVersion: agents.x-k8s.io/v1alpha1\nkind: Sandbox\nmetadata:\n  name: dup\nspec:\n  replicas: 0\nspec: {}\n",
+			// It was an internal error: "the re-encoded document does not read back ...; please report this".
+			[]string{`dup.yaml: document 1, line 7: mapping key "spec" already defined at line 5`, "no file was changed"}},
 		"lossy claim": {"claims/other.yaml", "apiVersion: extensions.agents.x-k8s.io/v1alpha1\nkind: SandboxClaim\nmetadata:\n  name: other\n  namespace: default\nspec:\n  sandboxTemplateRef:\n    name: gpu\n  warmpool: python-pool\n",
 			[]string{`other.yaml:8: error: SandboxClaim default/other: spec.sandboxTemplateRef.name: Invalid value: "gpu": converting to v1beta1 would lose it: a v1beta1 claim takes its template from its pool, and pool "python-pool" uses template "python"`, "no file was changed"}},
 	}

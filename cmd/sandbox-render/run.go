@@ -53,8 +53,24 @@ const exitCodesHelp = `
 
 Exit codes (the same for every command):
   0  done, no problems
-  1  the input has problems (each reported with its object, field and file); nothing written
-  2  usage, configuration, kustomize or I/O error, or nothing to do; nothing written`
+  1  the input has problems: YAML that cannot be read (syntax, a duplicate key, aliases that
+     expand too far, nesting too deep, not UTF-8), or objects that do not render, each reported
+     with its file and document (and object and field); nothing written
+  2  usage, configuration (--config, a SandboxRender's spec), kustomize or I/O error, or
+     nothing to do; nothing written
+As the KRM function (fn, or no command with a ResourceList on standard input) the codes are the
+same, but the ResourceList is written on 1 and 2 as well: see sandbox-render fn --help.`
+
+// fnExitCodesHelp is exitCodesHelp for the function, which writes its ResourceList even when it
+// fails, as the KRM functions specification asks.
+const fnExitCodesHelp = `
+
+Exit codes (the same as every command's):
+  0  done: the ResourceList is written, with the rendered objects and any warnings as results
+  1  the input has problems (YAML that cannot be read, or objects that do not render): the
+     ResourceList is still written, items unchanged, with one error result per problem
+  2  the functionConfig is invalid: the ResourceList is still written, items unchanged, with
+     the error as a result; or standard input is empty or unreadable: nothing written`
 
 const rootLong = `sandbox-render renders agent-sandbox custom resources (Sandbox, SandboxTemplate, SandboxClaim and
 SandboxWarmPool, v1beta1 or v1alpha1) into the objects upstream's controllers would create: for every
@@ -170,7 +186,7 @@ with severity, resourceRef, field and file (the file comes from the items' path 
 kustomize's origin annotations with buildMetadata: [originAnnotations]), also printed one a line on
 standard error. On a problem the list is still written, with the items unchanged and the results,
 as the KRM functions specification asks; the exit code is 1, or 2 when the functionConfig itself is
-invalid.` + exitCodesHelp,
+invalid.` + fnExitCodesHelp,
 		Example: `  printf 'apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n' | sandbox-render fn`,
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -509,7 +525,9 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 	add := func(name string, data []byte) error {
 		docs, err := manifest.Read(name, data)
 		if err != nil {
-			return usageErr("%v", err)
+			// YAML that cannot be read (syntax, duplicate keys, aliases, encoding) is a problem
+			// of the input, as the function reports it, not a usage error.
+			return &exitError{exitFindings, err}
 		}
 		for _, d := range docs {
 			o := d.Object

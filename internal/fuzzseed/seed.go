@@ -37,6 +37,12 @@ var Repros = []string{
 	"apiVersion: v1\nkind: A\nb: &b {a: 1}\nc: {<<: *b, <<: [*b]}\n",
 	"apiVersion: v1\nkind: A\nspec: {x: .inf, y: 0o17, z: 58130e46, w: 2001-01-01}\n",
 	"--- {apiVersion: v1, kind: A}\n...\n--- {apiVersion: v1, kind: B}\n",
+	// Encodings: UTF-8 only, a byte-order mark only at the very start.
+	"\xef\xbb\xbfapiVersion: v1\nkind: A\n",
+	"\xff\xfea\x00p\x00i\x00V\x00e\x00r\x00s\x00i\x00o\x00n\x00:\x00 \x00v\x001\x00\n\x00",
+	"\x00\x00\xfe\xff\x00\x00\x00a",
+	"apiVersion: v1\nkind: A\n---\n\xef\xbb\xbfapiVersion: v1\nkind: B\n",
+	"apiVersion: v1\nkind: A\nmetadata: {name: \"a\xef\xbb\xbf\"}\n",
 }
 
 // ResourceLists are the function's repros, as whole ResourceLists.

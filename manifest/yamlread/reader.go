@@ -23,6 +23,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 )
 
 // Node is one document of a YAML stream, parsed but not yet converted.
@@ -56,10 +58,23 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 // ones. Documents are delimited by "---" lines as the YAML spec defines them (a line starting with
 // "---" or "..." followed by a space or its end cannot be content), so each document's text is
 // known exactly.
+//
+// The stream must be UTF-8 (CheckEncoding): go-yaml reads UTF-16 too, but every reader after it
+// (kustomize, kubectl, the function's item-by-item reading) and every text passed through is
+// UTF-8, so a UTF-16 document came out as UTF-16 bytes inside a UTF-8 stream. A UTF-8
+// byte-order mark at the very start is accepted and dropped, so it is not written back into the
+// middle of an output stream.
 func ReadNodes(data []byte) ([]Node, error) {
+	if err := CheckEncoding(data); err != nil && err != errMidStreamBOM {
+		return nil, err
+	}
+	data = bytes.TrimPrefix(data, utf8BOM)
 	var out []Node
 	index := 0
 	parse := func(chunk []byte, firstLine int, withText bool) error {
+		if at := bytes.Index(chunk, utf8BOM); at >= 0 {
+			return fmt.Errorf("document %d, line %d: %s", index+1, firstLine+bytes.Count(chunk[:at], []byte("\n")), midStreamBOM)
+		}
 		if len(bytes.TrimSpace(chunk)) == 0 {
 			return nil
 		}
@@ -125,6 +140,40 @@ func ReadNodes(data []byte) ([]Node, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// utf8BOM is U+FEFF, the byte-order mark, in UTF-8.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+const midStreamBOM = "a byte-order mark (U+FEFF) inside the stream; YAML input is UTF-8 with a byte-order mark at most at its very start: remove it"
+
+var errMidStreamBOM = errors.New(midStreamBOM)
+
+// CheckEncoding refuses a stream that is not UTF-8: one starting with a UTF-16 or UTF-32
+// byte-order mark, or holding a byte-order mark anywhere but at its very start (a file
+// concatenated from files with one, or a U+FEFF typed into a value, which no YAML reader shows).
+// A UTF-16 error names document 1, line 1; ReadNodes places a byte-order mark inside the stream
+// at its document and line (errMidStreamBOM, returned here, does not know them). The caller adds
+// the file. Invalid UTF-8 is left to the YAML parser, which reports it.
+func CheckEncoding(data []byte) error {
+	for _, enc := range []struct {
+		name string
+		bom  []byte
+	}{ // UTF-32LE before UTF-16LE: its mark starts with the other's.
+		{"UTF-32 (little-endian)", []byte{0xff, 0xfe, 0, 0}},
+		{"UTF-32 (big-endian)", []byte{0, 0, 0xfe, 0xff}},
+		{"UTF-16 (little-endian)", []byte{0xff, 0xfe}},
+		{"UTF-16 (big-endian)", []byte{0xfe, 0xff}},
+	} {
+		if bytes.HasPrefix(data, enc.bom) {
+			return fmt.Errorf("document 1, line 1: the input is %s (it starts with that byte-order mark); YAML input must be UTF-8: convert it, say with iconv -f %s -t UTF-8",
+				enc.name, strings.Fields(enc.name)[0])
+		}
+	}
+	if bytes.Contains(bytes.TrimPrefix(data, utf8BOM), utf8BOM) {
+		return errMidStreamBOM
+	}
+	return nil
 }
 
 // IsDocumentMarker reports whether a line is a document marker: "---" or "..." at the start of
@@ -387,7 +436,7 @@ func (c *converter) mapping(n *kyaml.Node) (any, error) {
 		}
 		key := k.Value
 		if first, dup := lines[key]; dup {
-			return nil, fmt.Errorf("line %d: mapping key %q already defined at line %d", k.Line, key, first)
+			return nil, fmt.Errorf("line %d: mapping key %s already defined at line %d", k.Line, quote.Value(key), first)
 		}
 		lines[key] = k.Line
 		val, err := c.value(v)
@@ -470,7 +519,7 @@ func describeNode(n *kyaml.Node) string {
 	if isNull(n) {
 		return "empty"
 	}
-	return fmt.Sprintf("the value %q", n.Value)
+	return "the value " + quote.Value(n.Value)
 }
 
 // DescribeValue says what a value read from YAML is, for messages ("the string \"x\"", "a

@@ -115,6 +115,36 @@ func TestReadErrors(t *testing.T) {
 				"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
 			want: "aliases expand to too many values",
 		},
+		"UTF16LE": {
+			reason: "UTF-16 was read, and its text written back as UTF-16 bytes inside a UTF-8 stream",
+			in:     "\xff\xfea\x00p\x00i\x00\n\x00",
+			want:   "in.yaml: document 1, line 1: the input is UTF-16 (little-endian) (it starts with that byte-order mark); YAML input must be UTF-8",
+		},
+		"UTF16BE": {
+			reason: "UTF-16 in either byte order",
+			in:     "\xfe\xff\x00a\x00p\x00i\x00\n",
+			want:   "in.yaml: document 1, line 1: the input is UTF-16 (big-endian)",
+		},
+		"UTF32LE": {
+			reason: "UTF-32 was refused as \"control characters are not allowed\", which says nothing of the encoding",
+			in:     "\xff\xfe\x00\x00a\x00\x00\x00",
+			want:   "in.yaml: document 1, line 1: the input is UTF-32 (little-endian)",
+		},
+		"UTF32BE": {
+			reason: "UTF-32 in either byte order",
+			in:     "\x00\x00\xfe\xff\x00\x00\x00a",
+			want:   "in.yaml: document 1, line 1: the input is UTF-32 (big-endian)",
+		},
+		"BOMStartingASecondDocument": {
+			reason: "a byte-order mark after a --- (files concatenated) passed through into the output",
+			in:     "apiVersion: v1\nkind: A\n---\n\xef\xbb\xbfapiVersion: v1\nkind: B\n",
+			want:   "in.yaml: document 2, line 4: a byte-order mark (U+FEFF) inside the stream",
+		},
+		"BOMInAValue": {
+			reason: "a U+FEFF inside a value is a byte-order mark in the middle of the stream, invisible in review",
+			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: \"b\xef\xbb\xbf\"\n",
+			want:   "in.yaml: document 2, line 7: a byte-order mark (U+FEFF) inside the stream",
+		},
 		"ListItemNotObject": {
 			reason: "the items of a List must be objects",
 			in:     "apiVersion: v1\nkind: List\nitems: [5]\n",
@@ -128,6 +158,25 @@ func TestReadErrors(t *testing.T) {
 				t.Errorf("%s\nRead error = %v\nwant one containing %q", tc.reason, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestReadLeadingBOM: a UTF-8 byte-order mark at the very start of a file is accepted, as it was,
+// and is not part of the first document's text: written back, it would be a byte-order mark in
+// the middle of the output stream, which the reader refuses.
+func TestReadLeadingBOM(t *testing.T) {
+	docs, err := Read("in.yaml", []byte("\xef\xbb\xbfapiVersion: v1\nkind: A\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type doc struct {
+		Kind, Text string
+		Line       int
+	}
+	got := []doc{{docs[0].Object.GetKind(), string(docs[0].Text), docs[0].Line}}
+	want := []doc{{"A", "apiVersion: v1\nkind: A\n", 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("documents (-want +got):\n%s", diff)
 	}
 }
 
