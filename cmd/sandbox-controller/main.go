@@ -29,6 +29,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
@@ -55,7 +56,7 @@ Flags:
 
 func main() {
 	ctx := ctrl.SetupSignalHandler()
-	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 type flags struct {
@@ -74,6 +75,7 @@ type flags struct {
 	qps                        float64
 	burst                      int
 	webhook                    webhookFlags
+	version                    bool
 	zap                        zap.Options
 }
 
@@ -84,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	config.RegisterFlags(fs)
+	fs.BoolVar(&f.version, "version", false, "print the version and commit this binary was built from, and exit")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; 0 disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to; 0 disables them")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address Go's /debug/pprof profiles bind to, for diagnosing memory and CPU; 0 (the default) disables them")
@@ -110,6 +113,10 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 			fs.PrintDefaults()
 		}
 		return nil, nil, err
+	}
+	if f.version {
+		// Nothing else is checked: --version answers whatever the other flags say, as --help does.
+		return f, nil, nil
 	}
 	if fs.NArg() > 0 {
 		return nil, nil, fmt.Errorf("unexpected arguments %q: sandbox-controller takes flags only", fs.Args())
@@ -216,7 +223,7 @@ func scheme() *runtime.Scheme {
 	return s
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f, opts, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -224,6 +231,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-controller: %v\n", err)
 		return 2
+	}
+	if f.version {
+		fmt.Fprintln(stdout, version.String("sandbox-controller"))
+		return 0
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
 	log := ctrl.Log.WithName("setup")

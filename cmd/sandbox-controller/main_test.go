@@ -14,7 +14,8 @@ import (
 )
 
 // TestUsage: every way to start the controller wrongly exits 2 with a message naming the
-// problem, before it looks for a cluster; --help exits 0 and lists the flags.
+// problem, before it looks for a cluster; --help exits 0 and lists the flags;
+// --version prints the version and commit on stdout.
 func TestUsage(t *testing.T) {
 	dir := t.TempDir()
 	withNow := filepath.Join(dir, "now.yaml")
@@ -29,8 +30,10 @@ func TestUsage(t *testing.T) {
 		args     []string
 		wantCode int
 		wantErr  string
+		wantOut  string
 	}{
 		"help":                 {args: []string{"--help"}, wantCode: 0, wantErr: "--render-config"},
+		"version":              {args: []string{"--version"}, wantCode: 0, wantOut: "sandbox-controller version "},
 		"unknown flag":         {args: []string{"--nope"}, wantCode: 2, wantErr: "flag provided but not defined: -nope"},
 		"bad number":           {args: []string{"--sandbox-workers", "x"}, wantCode: 2, wantErr: "-sandbox-workers"},
 		"no workers":           {args: []string{"--sandbox-workers", "0"}, wantCode: 2, wantErr: "at least 1"},
@@ -58,12 +61,15 @@ func TestUsage(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			var stderr bytes.Buffer
-			if code := run(context.Background(), tc.args, &stderr); code != tc.wantCode {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.wantCode {
 				t.Errorf("exit %d, want %d\n%s", code, tc.wantCode, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.wantErr) {
 				t.Errorf("stderr does not name %q:\n%s", tc.wantErr, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.wantOut) {
+				t.Errorf("stdout does not say %q:\n%s", tc.wantOut, stdout.String())
 			}
 		})
 	}

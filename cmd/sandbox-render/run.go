@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
@@ -109,7 +109,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Use:           "sandbox-render",
 		Short:         "Render agent-sandbox custom resources into the objects they imply",
 		Long:          rootLong,
-		Version:       version(),
+		Version:       version.String("sandbox-render"),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -148,30 +148,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		validateCommand(stdin, stdout, stderr), buildCommand(stdout, stderr), discoverCommand(stdout),
 		migrateCommand(stdout, stderr))
 	return root
-}
-
-// version is the module version and VCS revision this binary was built from.
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "sandbox-render (no build information)"
-	}
-	v := "sandbox-render " + info.Main.Version
-	var rev, modified string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = ", modified"
-			}
-		}
-	}
-	if rev != "" {
-		v += " (revision " + rev + modified + ")"
-	}
-	return v + " " + info.GoVersion
 }
 
 func fnCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {

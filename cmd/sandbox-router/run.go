@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
 	"github.com/sandbox-gitops/sandbox-gitops/router"
 	"github.com/sandbox-gitops/sandbox-gitops/router/authz"
 	"github.com/sandbox-gitops/sandbox-gitops/router/resolve"
@@ -116,13 +116,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
-
 func newCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 	c := config{}
 	cmd := &cobra.Command{
@@ -130,7 +123,7 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Route requests to agent-sandbox Sandboxes, and only to them",
 		Long:          long,
 		Example:       example,
-		Version:       version(),
+		Version:       version.String("sandbox-router"),
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -141,6 +134,8 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 			return serve(ctx, c, stderr)
 		},
 	}
+	// The one --version line of every command of this repository (internal/version).
+	cmd.SetVersionTemplate("{{.Version}}\n")
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	f := cmd.Flags()
@@ -210,7 +205,7 @@ func restConfig(path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the API server configuration: %w", err)
 	}
-	cfg.UserAgent = "sandbox-router/" + version()
+	cfg.UserAgent = "sandbox-router/" + version.Get().Version
 	return cfg, nil
 }
 
