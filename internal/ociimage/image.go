@@ -1,0 +1,212 @@
+// Package ociimage assembles this repository's container images from static Go binaries, with
+// go-containerregistry and no container engine, base image or network: one layer holding the
+// binary and the passwd and group files of a non-root user, on an empty base, one image per
+// platform under one OCI image index.
+//
+// The same inputs give the same bytes, so the same commit built with the same Go toolchain gives
+// the same digests wherever it is built: every timestamp (file mtimes, the config's created, the
+// history) is the Spec's Created (the commit's time, SOURCE_DATE_EPOCH), tar entries are in a
+// fixed order with fixed owners and modes, maps are sorted by encoding/json, and the layer is
+// gzipped by one library at one level. What it deliberately does not normalise: the binaries
+// themselves, which Go makes reproducible under -trimpath with the same toolchain and flags.
+//
+// Assembly (Index) is pure; Files lays an index out as the files of an OCI image layout, which
+// WriteDir and WriteTar write; Push is the one function that talks to a network.
+package ociimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"path"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// The user every image runs as: distroless's nonroot, which the manifests' securityContexts
+// (runAsUser: 65532) name too.
+const (
+	UID      = 65532
+	User     = "nonroot"
+	BinDir   = "/usr/local/bin"
+	HomeDir  = "/home/nonroot"
+	passwd   = "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
+	group    = "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n"
+	userSpec = "65532:65532"
+)
+
+// OCI annotation and label keys (image-spec annotations.md).
+const (
+	LabelSource   = "org.opencontainers.image.source"
+	LabelRevision = "org.opencontainers.image.revision"
+	LabelVersion  = "org.opencontainers.image.version"
+	LabelCreated  = "org.opencontainers.image.created"
+	LabelTitle    = "org.opencontainers.image.title"
+	// RefName names an index.json entry by its tag (the spec's grammar has no room for a
+	// registry or a colon); containerd and docker save put the full reference in ImageName.
+	RefName   = "org.opencontainers.image.ref.name"
+	ImageName = "io.containerd.image.name"
+)
+
+// Platform is a linux architecture an image is built for.
+type Platform struct {
+	Arch    string // GOARCH: amd64, arm64
+	Variant string // arm64 images say v8, as the registries' multi-arch images do
+}
+
+func (p Platform) String() string {
+	if p.Variant != "" {
+		return "linux/" + p.Arch + "/" + p.Variant
+	}
+	return "linux/" + p.Arch
+}
+
+// Platforms are the platforms of every image: the Kubernetes nodes one meets.
+var Platforms = []Platform{{Arch: "amd64"}, {Arch: "arm64", Variant: "v8"}}
+
+// Spec is one image: a binary per platform and what the image says about itself.
+type Spec struct {
+	// Name is the binary's name, the file /usr/local/bin/<Name> and the entrypoint.
+	Name string
+	// Binaries holds the static binary for each platform (built with CGO_ENABLED=0: there is no
+	// libc in the image).
+	Binaries map[Platform][]byte
+	// Version, Revision and Source become the OCI labels and annotations.
+	Version, Revision, Source string
+	// Created is every timestamp in the image: the commit's time, for reproducible digests.
+	Created time.Time
+}
+
+// Metadata are the labels of the image config, and the annotations of its manifests and index.
+func (s Spec) Metadata() map[string]string {
+	return map[string]string{
+		LabelSource:   s.Source,
+		LabelRevision: s.Revision,
+		LabelVersion:  s.Version,
+		LabelCreated:  s.Created.UTC().Format(time.RFC3339),
+		LabelTitle:    s.Name,
+	}
+}
+
+// Index assembles the multi-platform image index of a Spec, one image per entry of Platforms.
+func Index(s Spec) (v1.ImageIndex, error) {
+	if s.Name == "" || path.Base(s.Name) != s.Name {
+		return nil, fmt.Errorf("image name %q: want a plain file name", s.Name)
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	var adds []mutate.IndexAddendum
+	for _, p := range Platforms {
+		bin, ok := s.Binaries[p]
+		if !ok || len(bin) == 0 {
+			return nil, fmt.Errorf("%s: no binary for %s", s.Name, p)
+		}
+		img, err := image(s, p, bin)
+		if err != nil {
+			return nil, fmt.Errorf("%s for %s: %w", s.Name, p, err)
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: "linux", Architecture: p.Arch, Variant: p.Variant},
+		}})
+	}
+	idx = mutate.AppendManifests(idx, adds...)
+	return mutate.Annotations(idx, s.Metadata()).(v1.ImageIndex), nil
+}
+
+func image(s Spec, p Platform, bin []byte) (v1.Image, error) {
+	layerTar, err := rootfs(s.Name, bin, s.Created)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
+	if err != nil {
+		return nil, err
+	}
+	created := v1.Time{Time: s.Created.UTC()}
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err := mutate.Append(base, mutate.Addendum{Layer: layer, History: v1.History{
+		Created:   created,
+		CreatedBy: "hack/dist: " + s.Name + " " + s.Version + " (static binary on an empty base)",
+	}})
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Created = created
+	cfg.OS, cfg.Architecture, cfg.Variant = "linux", p.Arch, p.Variant
+	cfg.Config = v1.Config{
+		Entrypoint: []string{path.Join(BinDir, s.Name)},
+		User:       userSpec,
+		WorkingDir: "/",
+		// The Argo CD sidecar finds sandbox-render on PATH; nothing else is in the image.
+		Env:    []string{"PATH=" + BinDir},
+		Labels: s.Metadata(),
+	}
+	if img, err = mutate.ConfigFile(img, cfg); err != nil {
+		return nil, err
+	}
+	return mutate.Annotations(img, s.Metadata()).(v1.Image), nil
+}
+
+// rootfs is the image's one layer: directories, /etc/passwd, /etc/group, the user's home, and
+// the binary, in this fixed order, owned by root (the home by the user), with fixed modes and
+// every mtime at created. No shell, no libc, no CA bundle: the binaries talk only to the API
+// server (whose CA the ServiceAccount mounts) and to Pods.
+func rootfs(name string, bin []byte, created time.Time) ([]byte, error) {
+	type entry struct {
+		name  string
+		mode  int64
+		uid   int
+		data  []byte
+		isDir bool
+	}
+	entries := []entry{
+		{name: "etc/", mode: 0o755, isDir: true},
+		{name: "etc/group", mode: 0o644, data: []byte(group)},
+		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
+		{name: "home/", mode: 0o755, isDir: true},
+		{name: "home/nonroot/", mode: 0o700, uid: UID, isDir: true},
+		{name: "usr/", mode: 0o755, isDir: true},
+		{name: "usr/local/", mode: 0o755, isDir: true},
+		{name: "usr/local/bin/", mode: 0o755, isDir: true},
+		// Readable and executable by every user: the Argo CD sidecar runs it as user 999.
+		{name: "usr/local/bin/" + name, mode: 0o755, data: bin},
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{
+			Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.uid, Size: int64(len(e.data)),
+			ModTime: created.UTC(), Typeflag: tar.TypeReg, Format: tar.FormatUSTAR,
+		}
+		if e.isDir {
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if e.uid == UID {
+			h.Uname, h.Gname = User, User
+		} else {
+			h.Uname, h.Gname = "root", "root"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
