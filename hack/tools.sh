@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the real test and generation tools (kube-apiserver, etcd, kustomize, controller-gen) from
-# the Go module proxy, each from its own wrapper module under hack/tools/.
+# Builds the real test and generation tools (kube-apiserver, etcd, kustomize, controller-gen, and
+# distribution's registry for the image push test) from the Go module proxy, each from its own
+# wrapper module under hack/tools/.
 #
 # Binaries are cached outside the clone, keyed by a hash of everything that goes into them (the
 # wrapper's go.mod and go.sum, the ldflags and the Go version), so a fresh clone on a machine that
@@ -29,16 +30,18 @@ declare -A pkg=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kustomize]=sigs.k8s.io/kustomize/kustomize/v5
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
+  [registry]=github.com/distribution/distribution/v3/cmd/registry
 )
 declare -A ldflags=(
   [kube-apiserver]="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean"
   [etcd]="-s -w"
   [kustomize]="-s -w -X sigs.k8s.io/kustomize/api/provenance.version=v5.8.2"
   [controller-gen]="-s -w"
+  [registry]="-s -w -X github.com/distribution/distribution/v3/version.version=v3.1.2"
 )
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen)
+[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen registry)
 
 for tool in "${tools[@]}"; do
   [ -n "${pkg[$tool]:-}" ] || { echo "hack/tools.sh: unknown tool $tool" >&2; exit 2; }
