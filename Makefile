@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build test unit envtest tools manifests golden bench fuzz lint example help
+.PHONY: all build test unit envtest tools manifests golden bench fuzz lint example help images push release
 
 all: lint build test ## Lint, build and test.
 
@@ -16,7 +16,7 @@ help: ## Show the targets.
 build: ## Build every binary into ./bin.
 	go build -o $(BIN)/ ./cmd/...
 
-tools: ## Build kube-apiserver, etcd, kustomize and controller-gen from Go modules (cached by hash).
+tools: ## Build kube-apiserver, etcd, kustomize, controller-gen and registry from Go modules (cached by hash).
 	hack/tools.sh
 
 manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBAC of controller/ and webhook/ in config/rbac.
@@ -26,7 +26,7 @@ manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBA
 	$(CONTROLLER_GEN) rbac:roleName=sandbox-gitops-controller paths=./controller/... paths=./webhook/... output:rbac:artifacts:config=config/rbac
 
 test: ## Run every test: unit, golden, and envtest against the real kube-apiserver and etcd.
-	@[ -x $(BIN)/kube-apiserver ] && [ -x $(BIN)/etcd ] || hack/tools.sh
+	@[ -x $(BIN)/kube-apiserver ] && [ -x $(BIN)/etcd ] && [ -x $(BIN)/registry ] || hack/tools.sh
 	go test -count=1 ./...
 	# The controller benchmarks once each at a small size, so that `make bench` works as written.
 	SANDBOX_BENCH_SIZES=20 SANDBOX_BENCH_STEADY=1s SANDBOX_BENCH_CLAIMS=3 go test -count=1 -run '^$$' -bench 'Converge|Claims' -benchtime 1x ./controller/
@@ -65,6 +65,25 @@ fuzz: ## Fuzz each target for FUZZTIME (a duration, default 10m, or a count like
 lint: ## gofmt and go vet; fails on any finding.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needs to run on:"; echo "$$out"; exit 1; fi
 	go vet ./...
+
+# What the images and the release say they were built from, read from git here so that
+# hack/dist never looks at a repository or a clock: the commit, its time (every timestamp in the
+# images: the same commit gives the same digests), and whether the tree differs from it (tracked
+# changes or untracked files, which a build would compile: the version gets -dirty).
+COMMIT = $(shell git rev-parse HEAD)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
+DIRTY = $(if $(shell git status --porcelain 2>/dev/null),--dirty)
+DIST = go run ./hack/dist
+
+images: ## Build the three images (linux/amd64+arm64 indexes) into dist/images, VERSION=vX.Y.Z (default v0.0.0-dev).
+	$(DIST) images --version "$(or $(VERSION),v0.0.0-dev)" --commit $(COMMIT) --source-date-epoch $(SOURCE_DATE_EPOCH) $(DIRTY)
+
+push: ## Push dist/images to REGISTRY=host/path (credentials from ~/.docker/config.json) and print the digests.
+	@[ -n "$(REGISTRY)" ] || { echo "make push: set REGISTRY=host/path, e.g. make push REGISTRY=ghcr.io/you" >&2; exit 2; }
+	$(DIST) push --registry $(REGISTRY)
+
+release: ## Build the images and dist/install.yaml, router.yaml, argocd-cmp.yaml, SHA256SUMS for VERSION=vX.Y.Z, pinned by digest.
+	$(DIST) release --version "$(VERSION)" --commit $(COMMIT) --source-date-epoch $(SOURCE_DATE_EPOCH) $(DIRTY) $(if $(REGISTRY),--registry $(REGISTRY))
 
 example: ## Render the example tree docs/example (what the README's first commands do).
 	go run ./cmd/sandbox-render render docs/example
