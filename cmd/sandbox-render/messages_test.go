@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 // TestFindingMessages: every finding is one line a user can act on, naming the file, its own
@@ -37,6 +39,7 @@ func TestFindingMessages(t *testing.T) {
 	claimOf := func(name, template string) string {
 		return "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxClaim\nmetadata:\n  name: " + name + "\n  namespace: ns\nspec:\n  warmPoolRef:\n    name: shadow-pool-" + template + "\n"
 	}
+	member := render.PoolMemberName("ns", "python", 0, 0)
 	long := strings.Repeat("a", 10485760)
 	cases := map[string]struct {
 		reason string
@@ -93,6 +96,13 @@ func TestFindingMessages(t *testing.T) {
 			files: map[string]string{"t.yaml": withVolume(templateNamed("t"), "d") + "---\n" + withVolume(templateNamed("u"), "d-a"),
 				"claims.yaml": claimOf("a-b", "t") + "---\n" + claimOf("b", "u")},
 			want: `{dir}/claims.yaml: document 2 (line 10): error: SandboxClaim ns/b: metadata.name: Invalid value: "b": its Sandbox ns/b renders PersistentVolumeClaim ns/d-a-b, which Sandbox ns/a-b (from SandboxClaim ns/a-b) renders too; rename one of them` + "\n" +
+				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
+		},
+		"ClaimNamedLikeAPoolMember": {
+			reason: "a claim rendering the Sandbox a pool renders as a member had no test",
+			files: map[string]string{"t.yaml": template, "pool.yaml": strings.Replace(pool, "replicas: 9000", "replicas: 1", 1),
+				"claim.yaml": cm + "---\n" + claimOf(member, "python")},
+			want: `{dir}/claim.yaml: document 2 (line 6): error: SandboxClaim ns/` + member + `: metadata.name: Invalid value: "` + member + `": renders Sandbox ns/` + member + `, which SandboxWarmPool ns/python renders too; rename one of them` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"BadNow": {
