@@ -204,7 +204,8 @@ func isNull(n *kyaml.Node) bool {
 }
 
 // Read reads a YAML (or JSON) stream of objects: every non-empty document must be a mapping with
-// apiVersion and kind; a List (a kind ending in List, with items) is flattened into its items.
+// apiVersion and kind; a List (a kind ending in List, with items) is flattened into its items, and
+// its items must be a list.
 // name is used in error messages only, which name the 1-based document and the line.
 func Read(name string, data []byte) ([]Document, error) {
 	nodes, err := ReadNodes(data)
@@ -218,6 +219,16 @@ func Read(name string, data []byte) ([]Document, error) {
 			return nil, fmt.Errorf("%s: document %d, %w", name, n.Index, err)
 		}
 		items, isList := u.Object["items"].([]any)
+		if v := u.Object["items"]; !isList && v != nil && strings.HasSuffix(u.GetKind(), "List") {
+			// Passed through, it is an object of a kind no API server serves (kubectl refuses to
+			// decode it): a List's items are a list.
+			what := DescribeValue(v)
+			if str, ok := v.(string); ok {
+				what = fmt.Sprintf("the string %q", str)
+			}
+			return nil, fmt.Errorf("%s: document %d (line %d): items of the %s: must be a list of objects, not %s",
+				name, n.Index, n.Line, u.GetKind(), what)
+		}
 		if !isList || !strings.HasSuffix(u.GetKind(), "List") {
 			out = append(out, Document{Object: u, Index: n.Index, Line: n.Line, Text: n.Text})
 			continue

@@ -115,6 +115,16 @@ func TestReadErrors(t *testing.T) {
 				"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
 			want: "aliases expand to too many values",
 		},
+		"ListItemsNotAList": {
+			reason: "kind: List with items: 5 passed through as an object the API server refuses",
+			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: List\nitems: 5\n",
+			want:   `in.yaml: document 2 (line 4): items of the List: must be a list of objects, not 5`,
+		},
+		"ItemsOfAnotherListKind": {
+			reason: "every kind ending in List is flattened, so every one must hold a list",
+			in:     "apiVersion: v1\nkind: ConfigMapList\nitems: {a: b}\n",
+			want:   "in.yaml: document 1 (line 1): items of the ConfigMapList: must be a list of objects, not a mapping",
+		},
 		"ListItemNotObject": {
 			reason: "the items of a List must be objects",
 			in:     "apiVersion: v1\nkind: List\nitems: [5]\n",
