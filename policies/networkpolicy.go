@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
@@ -90,14 +92,22 @@ func (d NetworkPolicyDefaults) Validate(path *field.Path) field.ErrorList {
 	return errs
 }
 
+// validate checks a peer as the NetworkPolicy it becomes is checked by the API server
+// (ValidateLabelSelector on both selectors: label keys qualified names, values label values):
+// the namespace is the value of a kubernetes.io/metadata.name selector, and a namespace name.
 func (p PeerSelector) validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if p.Namespace == "" {
 		errs = append(errs, field.Required(path.Child("namespace"), "a router or DNS peer is selected within one namespace"))
+	} else {
+		for _, msg := range validation.IsDNS1123Label(p.Namespace) {
+			errs = append(errs, field.Invalid(path.Child("namespace"), p.Namespace, "a namespace name: "+msg))
+		}
 	}
 	if len(p.PodLabels) == 0 {
 		errs = append(errs, field.Required(path.Child("podLabels"), "an empty selector would admit every pod of the namespace"))
 	}
+	errs = append(errs, metav1validation.ValidateLabels(p.PodLabels, path.Child("podLabels"))...)
 	return errs
 }
 
