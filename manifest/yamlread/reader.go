@@ -56,12 +56,32 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 // ones. Documents are delimited by "---" lines as the YAML spec defines them (a line starting with
 // "---" or "..." followed by a space or its end cannot be content), so each document's text is
 // known exactly.
-func ReadNodes(data []byte) ([]Node, error) {
+func ReadNodes(data []byte) ([]Node, error) { return readNodes(data, 0) }
+
+// MaxObjectBytes is the largest document Read takes: the API server refuses any request body
+// over 3 MiB (k8s.io/apiserver's MaxRequestBodyBytes), and etcd any object over 1.5 MiB by
+// default, so a larger object can never be applied. It is checked on the text before parsing:
+// parsed, a 10 MB list of one-letter strings took 1.4 GB of nodes and values. (The text of an
+// object is not the JSON the API server receives, but an object whose YAML exceeds 3 MiB and whose
+// JSON fits in etcd would have to be mostly comments or indentation.)
+const MaxObjectBytes = 3 << 20
+
+// listKind finds a List's kind in a document's text, YAML or JSON: a List is not sent to an API
+// server as it is but item by item, so a large one is read (its items are not limited).
+var listKind = regexp.MustCompile(`(?m)^kind:[ \t]*["']?\w*List["']?[ \t]*(#.*)?\r?$|"kind"\s*:\s*"\w*List"`)
+
+// readNodes is ReadNodes refusing, before parsing it, a document over maxDocument bytes (0: no
+// limit) unless it is a List.
+func readNodes(data []byte, maxDocument int) ([]Node, error) {
 	var out []Node
 	index := 0
 	parse := func(chunk []byte, firstLine int, withText bool) error {
 		if len(bytes.TrimSpace(chunk)) == 0 {
 			return nil
+		}
+		if maxDocument > 0 && len(chunk) > maxDocument && !listKind.Match(chunk) {
+			return fmt.Errorf("document %d (line %d) is %d bytes: no API server takes an object over %d bytes (3 MiB, its request limit), so it could never be applied; split it",
+				index+1, firstLine, len(chunk), maxDocument)
 		}
 		dec := kyaml.NewDecoder(bytes.NewReader(chunk))
 		var doc kyaml.Node
@@ -205,10 +225,10 @@ func isNull(n *kyaml.Node) bool {
 
 // Read reads a YAML (or JSON) stream of objects: every non-empty document must be a mapping with
 // apiVersion and kind; a List (a kind ending in List, with items) is flattened into its items, and
-// its items must be a list.
+// its items must be a list. A document over MaxObjectBytes is refused unparsed.
 // name is used in error messages only, which name the 1-based document and the line.
 func Read(name string, data []byte) ([]Document, error) {
-	nodes, err := ReadNodes(data)
+	nodes, err := readNodes(data, MaxObjectBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -125,6 +125,11 @@ func TestReadErrors(t *testing.T) {
 			in:     "apiVersion: v1\nkind: ConfigMapList\nitems: {a: b}\n",
 			want:   "in.yaml: document 1 (line 1): items of the ConfigMapList: must be a list of objects, not a mapping",
 		},
+		"ObjectOverTheAPIServersLimit": {
+			reason: "a 10 MB command list took 29 s and 1.5 GB to validate, and no API server takes it",
+			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: ConfigMap\ndata:\n  k: " + strings.Repeat("x", MaxObjectBytes) + "\n",
+			want:   "in.yaml: document 2 (line 4) is 3145771 bytes: no API server takes an object over 3145728 bytes (3 MiB, its request limit), so it could never be applied; split it",
+		},
 		"ListItemNotObject": {
 			reason: "the items of a List must be objects",
 			in:     "apiVersion: v1\nkind: List\nitems: [5]\n",
@@ -193,4 +198,49 @@ func manyKeys(n int) []byte {
 		fmt.Fprintf(&sb, "  key%06d: value\n", i)
 	}
 	return []byte(sb.String())
+}
+
+// TestReadLargeDocuments: the object limit refuses one object over 3 MiB, not a stream or a List
+// that large.
+func TestReadLargeDocuments(t *testing.T) {
+	item := func(i int) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {k: %s}\n", i, strings.Repeat("x", 1<<10))
+	}
+	var stream, yamlList, jsonList strings.Builder
+	yamlList.WriteString("apiVersion: v1\nkind: List # of ConfigMaps\nitems:\n")
+	jsonList.WriteString(`{"apiVersion": "v1", "kind": "List", "items": [`)
+	const n = 4000 // about 4.3 MB
+	for i := range n {
+		stream.WriteString("---\n" + item(i))
+		yamlList.WriteString("- " + strings.ReplaceAll(strings.TrimSuffix(item(i), "\n"), "\n", "\n  ") + "\n")
+		if i > 0 {
+			jsonList.WriteString(",")
+		}
+		fmt.Fprintf(&jsonList, `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c%d"}}`, i)
+	}
+	jsonList.WriteString(strings.Repeat(" ", MaxObjectBytes) + "]}\n")
+	cases := map[string]struct {
+		reason string
+		in     string
+	}{
+		"Stream":   {reason: "the limit is per object, not per file", in: stream.String()},
+		"YAMLList": {reason: "a List is applied item by item", in: yamlList.String()},
+		"JSONList": {reason: "a List written as JSON", in: jsonList.String()},
+		"UnderTheLimit": {reason: "an object of 3 MiB fits",
+			in: "apiVersion: v1\nkind: ConfigMap\ndata:\n  k: " + strings.Repeat("x", MaxObjectBytes-100) + "\n"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if len(tc.in) <= MaxObjectBytes && name != "UnderTheLimit" {
+				t.Fatalf("the input is %d bytes, not over the limit", len(tc.in))
+			}
+			docs, err := Read("in.yaml", []byte(tc.in))
+			if err != nil {
+				t.Fatalf("%s: %v", tc.reason, err)
+			}
+			if want := map[string]int{"UnderTheLimit": 1}[name]; want == 0 && len(docs) != n || want > 0 && len(docs) != want {
+				t.Errorf("%s: %d objects read", tc.reason, len(docs))
+			}
+		})
+	}
 }
