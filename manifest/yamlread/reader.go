@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -309,6 +310,11 @@ func checkObject(obj map[string]any) string {
 		if !isString || s == "" {
 			return fmt.Sprintf("every object needs apiVersion and kind (strings); %s is %s", k, DescribeValue(obj[k]))
 		}
+	}
+	// The API server (and every client) reads apiVersion as group/version or version: "a/b/c" or
+	// "example.com/" passed through as an object no request can carry.
+	if gv, err := schema.ParseGroupVersion(obj["apiVersion"].(string)); err != nil || gv.Version == "" {
+		return fmt.Sprintf("apiVersion %q must be a version (v1) or a group and a version (apps/v1)", obj["apiVersion"])
 	}
 	// Every Kubernetes object's metadata is an ObjectMeta; anything else would be refused by any
 	// API server (and trips up tools that read annotations).

@@ -103,6 +103,16 @@ func TestReadErrors(t *testing.T) {
 			in:     "apiVersion: v1\nkind: [a]\n",
 			want:   "in.yaml: document 1, line 1: every object needs apiVersion and kind (strings); kind is a list",
 		},
+		"APIVersionThreeParts": {
+			reason: "apiVersion a/b/c passed through, and the API server answered \"Object 'Kind' is missing\"",
+			in:     "apiVersion: a/b/c\nkind: A\n",
+			want:   `in.yaml: document 1, line 1: apiVersion "a/b/c" must be a version (v1) or a group and a version (apps/v1)`,
+		},
+		"APIVersionNoVersion": {
+			reason: "apiVersion example.com/ passed through, and the API server answered \"Object 'apiVersion' is missing\"",
+			in:     "apiVersion: example.com/\nkind: A\n",
+			want:   `in.yaml: document 1, line 1: apiVersion "example.com/" must be a version (v1) or a group and a version (apps/v1)`,
+		},
 		"Infinity": {
 			reason: "JSON cannot hold .inf; encoding it later failed with a Go error",
 			in:     "apiVersion: v1\nkind: A\nspec: {x: .inf}\n",
