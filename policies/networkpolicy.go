@@ -85,8 +85,14 @@ func (d NetworkPolicyDefaults) Validate(path *field.Path) field.ErrorList {
 		errs = append(errs, d.ClusterDNS.validate(path.Child("clusterDNS"))...)
 	}
 	for i, c := range d.ExtraEgressExceptions {
-		if _, err := netip.ParsePrefix(c); err != nil {
+		p, err := netip.ParsePrefix(c)
+		switch {
+		case err != nil:
 			errs = append(errs, field.Invalid(path.Child("extraEgressExceptions").Index(i), c, "must be a CIDR such as 100.64.0.0/10"))
+		case p.Bits() == 0:
+			// An exception goes into the 0.0.0.0/0 or ::/0 rule, and the API server takes only
+			// exceptions that are a strict subset of the rule's CIDR.
+			errs = append(errs, field.Invalid(path.Child("extraEgressExceptions").Index(i), c, "must be narrower than the whole address space (a prefix length above 0); to block all egress, write the template's own networkPolicy"))
 		}
 	}
 	return errs

@@ -58,6 +58,11 @@ func TestConfigFieldErrors(t *testing.T) {
 			spec:   `policies: {networkPolicy: {dns: cluster-dns, clusterDNS: {namespace: "a.b", podLabels: {k8s-app: kube-dns}}}}`,
 			want:   `spec.policies.networkPolicy.clusterDNS.namespace: Invalid value: "a.b"`,
 		},
+		"EgressExceptionWholeSpace": {
+			reason: "::/0 as an exception rendered a NetworkPolicy the API server refuses (not a strict subset of ::/0)",
+			spec:   `policies: {networkPolicy: {extraEgressExceptions: ["::/0"]}}`,
+			want:   `spec.policies.networkPolicy.extraEgressExceptions[0]: Invalid value: "::/0": must be narrower than the whole address space`,
+		},
 		"NegativeLimit": {
 			reason: "a pool limit below 0",
 			spec:   `maxPoolReplicas: -1`,
