@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -79,6 +80,9 @@ func validateContainers(spec *corev1.PodSpec, path *field.Path) field.ErrorList 
 			}
 			if c.Image == "" {
 				errs = append(errs, field.Required(p.Child("image"), "the render turns the template into a Pod, and a Pod's container needs an image"))
+			} else if strings.TrimSpace(c.Image) != c.Image {
+				// validateContainerCommon: the image must not have leading or trailing whitespace.
+				errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 			}
 			portNames := map[string]*field.Path{} // unique per container; across containers only a warning
 			for j := range c.Ports {

@@ -119,29 +119,35 @@ func errorStrings(errs field.ErrorList) []string {
 	return out
 }
 
-// TestValidatePodTemplateVolumes: a pod volume name the API server refuses in the Pod is an error
-// on the template, naming the field.
-func TestValidatePodTemplateVolumes(t *testing.T) {
+// TestValidatePodTemplateVolumesAndImages: a pod volume name or an image the API server refuses in
+// the Pod is an error on the template, naming the field.
+func TestValidatePodTemplateVolumesAndImages(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		name   string
+		image  string
 		want   []string
 	}{
-		"valid": {reason: "a DNS-1123 label", name: "workspace"},
+		"valid": {reason: "a DNS-1123 label", name: "workspace", image: "i"},
+		"image with whitespace": {
+			reason: "an image of a tab rendered a Pod the API server refuses",
+			name:   "workspace", image: "\t",
+			want: []string{`spec.podTemplate.spec.containers[0].image: Invalid value: "\t": must not have leading or trailing whitespace`},
+		},
 		"not a label": {
 			reason: "a mutated volume name rendered a Pod the API server refuses",
-			name:   "2026-01-01T00:00:00Z",
-			want:   []string{`spec.podTemplate.spec.volumes[0].name: Invalid value: "2026-01-01T00:00:00Z": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
+			name:   "2026-01-01T00:00:00Z", image: "i",
+			want: []string{`spec.podTemplate.spec.volumes[0].name: Invalid value: "2026-01-01T00:00:00Z": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
 		},
 		"empty": {
-			reason: "every volume needs a name",
-			want:   []string{"spec.podTemplate.spec.volumes[0].name: Required value: every volume needs a name"},
+			reason: "every volume needs a name", image: "i",
+			want: []string{"spec.podTemplate.spec.volumes[0].name: Required value: every volume needs a name"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pt := &agentsv1beta1.PodTemplate{}
-			pt.Spec.Containers = []corev1.Container{{Name: "c", Image: "i"}}
+			pt.Spec.Containers = []corev1.Container{{Name: "c", Image: tc.image}}
 			pt.Spec.Volumes = []corev1.Volume{{Name: tc.name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 			got := errorStrings(ValidatePodTemplate(pt, field.NewPath("spec", "podTemplate")))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
