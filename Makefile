@@ -40,6 +40,7 @@ bench: ## Run the benchmarks (figures go into the README); the scale table runs 
 	go test -run '^$$' -bench 'Function' -benchtime 3x ./cmd/sandbox-render/
 	go test -run '^$$' -bench 'BuildScale' -benchtime 1x -timeout 30m ./cmd/sandbox-render/
 	go test -run '^$$' -bench 'ManyKeys' -benchtime 1x ./cmd/sandbox-render/
+	go test -run '^$$' -bench 'LargeCommand' -benchmem -benchtime 1x ./cmd/sandbox-render/
 	go test -run '^$$' -bench Latency -benchtime 3000x ./router/
 	go test -run '^$$' -bench Throughput -benchtime 30000x ./router/
 	go test -run '^$$' -bench Stream -benchtime 5x ./router/
