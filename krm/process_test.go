@@ -206,7 +206,7 @@ spec:
         image: agent:1
 `
 	withVolume := func(sb, volume string) string {
-		return sb + "  volumeClaimTemplates:\n  - metadata:\n      name: " + volume + "\n    spec:\n      accessModes: [ReadWriteOnce]\n"
+		return sb + "  volumeClaimTemplates:\n  - metadata:\n      name: " + volume + "\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n"
 	}
 	other := strings.NewReplacer("name: agent\n  namespace", "name: b-agent\n  namespace",
 		"sandboxes/agent.yaml", "sandboxes/b.yaml", "index: '2'", "index: '1'").Replace(sandbox)

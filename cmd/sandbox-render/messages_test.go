@@ -28,7 +28,7 @@ func TestFindingMessages(t *testing.T) {
 	// withVolume is a Sandbox or SandboxTemplate given one volume claim template, whose PVC is
 	// named <volume>-<Sandbox>.
 	withVolume := func(obj, volume string) string {
-		return obj + "  volumeClaimTemplates:\n  - metadata:\n      name: " + volume + "\n    spec:\n      accessModes: [ReadWriteOnce]\n"
+		return obj + "  volumeClaimTemplates:\n  - metadata:\n      name: " + volume + "\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n"
 	}
 	sandboxIn := func(namespace, name string) string {
 		return strings.Replace(sandboxNamed(name), "\nspec:", "\n  namespace: "+namespace+"\nspec:", 1)
@@ -40,7 +40,7 @@ func TestFindingMessages(t *testing.T) {
 		return "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxClaim\nmetadata:\n  name: " + name + "\n  namespace: ns\nspec:\n  warmPoolRef:\n    name: shadow-pool-" + template + "\n"
 	}
 	member := render.PoolMemberName("ns", "python", 0, 0)
-	long := strings.Repeat("a", 10485760)
+	long := strings.Repeat("a", 1<<20)
 	cases := map[string]struct {
 		reason string
 		files  map[string]string
@@ -54,9 +54,9 @@ func TestFindingMessages(t *testing.T) {
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"LongName": {
-			reason: "a 10 MB name gave 20 MB of standard error",
+			reason: "a 10 MB name gave 20 MB of standard error (1 MiB here: over 3 MiB the document is refused unread)",
 			files:  map[string]string{"sb.yaml": sandboxNamed(long)},
-			want: `{dir}/sb.yaml: document 1 (line 1): error: Sandbox "` + long[:200] + `…" (10485760 characters): metadata.name: Invalid value: "` + long[:200] + `…" (10485760 characters): must be no more than 253 characters` + "\n" +
+			want: `{dir}/sb.yaml: document 1 (line 1): error: Sandbox "` + long[:200] + `…" (1048576 characters): metadata.name: Invalid value: "` + long[:200] + `…" (1048576 characters): must be no more than 253 characters` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"ClaimGivenTwice": {
@@ -135,7 +135,7 @@ func TestFindingMessages(t *testing.T) {
 func TestChildOfTwoParentsBuild(t *testing.T) {
 	sandbox := func(name, volume string) string {
 		return "apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: " + name + "\n  namespace: ns\nspec:\n  podTemplate:\n    spec:\n      containers: [{name: c, image: i}]\n" +
-			"  volumeClaimTemplates:\n  - metadata:\n      name: " + volume + "\n    spec:\n      accessModes: [ReadWriteOnce]\n"
+			"  volumeClaimTemplates:\n  - metadata:\n      name: " + volume + "\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n"
 	}
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{
