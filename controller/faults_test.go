@@ -276,7 +276,6 @@ func TestAPIServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own.ControlPlane.GetAPIServer().CertDir = t.TempDir() // same certificates after the restart
 	own.ControlPlaneStopTimeout = 2 * time.Minute
 	cfg, err := own.Start()
 	if err != nil {
@@ -347,7 +346,7 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Fatalf("cleaning up after kube-apiserver: %v", err)
 	}
 	time.Sleep(2 * time.Second)
-	if err := apiServer.Start(); err != nil {
+	if err := own.StartAPIServerAgain(); err != nil { // same certificates and port
 		t.Fatalf("starting kube-apiserver again: %v", err)
 	}
 	eventually(t, 60*time.Second, "the API server back", func() error {

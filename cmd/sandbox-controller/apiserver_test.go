@@ -48,15 +48,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.CRDs = nil
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
+	cfg := env.StartForTest(t)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, agentsv1alpha1.AddToScheme, agentsv1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -124,7 +116,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 			cmd := exec.Command(binary, args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
+			if err := testenv.StartProcess(cmd); err != nil {
 				t.Fatal(err)
 			}
 			exited := make(chan error, 1)

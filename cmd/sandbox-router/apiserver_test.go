@@ -91,16 +91,9 @@ func startEnvironment(t *testing.T) *envtest.Environment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: testenv.BinDir(), CRDs: crds, ErrorIfCRDPathMissing: true}
-	if _, err := env.Start(); err != nil {
-		t.Fatalf("starting kube-apiserver and etcd from %s: %v", testenv.BinDir(), err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
-	return env
+	env := testenv.Wrap(&envtest.Environment{BinaryAssetsDirectory: testenv.BinDir(), CRDs: crds, ErrorIfCRDPathMissing: true})
+	env.StartForTest(t)
+	return env.Environment
 }
 
 func init() {
