@@ -15,6 +15,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 )
 
 // TestLeaderElection: two replicas of the controller binary with --leader-elect, as
@@ -78,7 +80,7 @@ func startReplica(t *testing.T, bin, kubeconfig, ns string) *replica {
 		"--leader-elect", "--leader-election-namespace", "sandbox-gitops-system",
 		"--metrics-bind-address", r.metrics, "--health-probe-bind-address", "0", "--enable-webhook=false", "--zap-log-level", "error")
 	r.cmd.Stderr = os.Stderr
-	if err := r.cmd.Start(); err != nil {
+	if err := testenv.StartProcess(r.cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() { r.exited <- r.cmd.Wait() }()
