@@ -97,3 +97,16 @@ func waitPoolReady(t testing.TB, ns, pool string, n int) []agentsv1beta1.Sandbox
 	})
 	return members
 }
+
+// updateClaim changes a claim's spec as a user would (retrying on conflicts with status writes).
+func updateClaim(t testing.TB, ns, name string, mutate func(*extv1beta1.SandboxClaim)) {
+	t.Helper()
+	eventually(t, time.Minute, "updating SandboxClaim "+name, func() error {
+		c := &extv1beta1.SandboxClaim{}
+		if err := get(ns, name, c); err != nil {
+			return err
+		}
+		mutate(c)
+		return admin.Update(context.Background(), c)
+	})
+}
