@@ -30,7 +30,7 @@ func TestLeaderElection(t *testing.T) {
 	a, b := startReplica(t, bin, kubeconfig, ns), startReplica(t, bin, kubeconfig, ns)
 
 	leader, follower := a, b
-	eventually(t, 30*time.Second, "a leader", func() error {
+	eventually(t, time.Minute, "a leader", func() error {
 		switch {
 		case a.leading() && b.leading():
 			return fmt.Errorf("both replicas lead")
@@ -53,7 +53,7 @@ func TestLeaderElection(t *testing.T) {
 	}
 
 	leader.stop(t)
-	eventually(t, 30*time.Second, "the follower taking over", func() error {
+	eventually(t, time.Minute, "the follower taking over", func() error {
 		if !follower.leading() {
 			return fmt.Errorf("not leading yet")
 		}

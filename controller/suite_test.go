@@ -281,7 +281,7 @@ func notFound(ns, name string, obj client.Object) error {
 func waitReady(t testing.TB, ns, name string, status metav1.ConditionStatus, reason string) *agentsv1beta1.Sandbox {
 	t.Helper()
 	sb := &agentsv1beta1.Sandbox{}
-	eventually(t, 30*time.Second, fmt.Sprintf("Sandbox %s Ready=%s/%s", name, status, reason), func() error {
+	eventually(t, time.Minute, fmt.Sprintf("Sandbox %s Ready=%s/%s", name, status, reason), func() error {
 		if err := get(ns, name, sb); err != nil {
 			return err
 		}

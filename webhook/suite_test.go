@@ -196,7 +196,7 @@ func startWebhook(t *testing.T, opts *webhook.Options, certDir string) *running 
 			t.Errorf("the webhook's manager: %v", err)
 		}
 	})
-	eventually(t, 30*time.Second, "the webhook to be ready", func() error { return r.ready() })
+	eventually(t, time.Minute, "the webhook to be ready", func() error { return r.ready() })
 	return r
 }
 

@@ -133,7 +133,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 					t.Error("the controller did not stop within 30 s of SIGTERM")
 				}
 			}()
-			testenv.Eventually(t, 30*time.Second, "the controller to be ready", func() error {
+			testenv.Eventually(t, time.Minute, "the controller to be ready", func() error {
 				select {
 				case err := <-exited:
 					t.Fatalf("the controller exited: %v\n%s", err, stderr.String())
@@ -147,7 +147,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 			if err := admin.Create(ctx, sb); err != nil {
 				t.Fatal(err)
 			}
-			testenv.Eventually(t, 30*time.Second, "the controller to create the Sandbox's Pod", func() error {
+			testenv.Eventually(t, time.Minute, "the controller to create the Sandbox's Pod", func() error {
 				return admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "box"}, &corev1.Pod{})
 			})
 
