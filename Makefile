@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build test test-under-load unit envtest tools manifests golden bench fuzz lint example help
+.PHONY: all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help
 
 all: lint build test ## Lint, build and test.
 
@@ -16,14 +16,18 @@ help: ## Show the targets.
 build: ## Build every binary into ./bin.
 	go build -o $(BIN)/ ./cmd/...
 
-tools: ## Build kube-apiserver, etcd, kustomize and controller-gen from Go modules (cached by hash).
+tools: ## Build kube-apiserver, etcd, kustomize, controller-gen and helm from Go modules (cached by hash).
 	hack/tools.sh
 
-manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBAC of controller/ and webhook/ in config/rbac.
+manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBAC of controller/ and webhook/ in config/rbac, and the chart's copies (make chart).
 	@[ -x $(CONTROLLER_GEN) ] || hack/tools.sh controller-gen
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=sandbox-gitops-controller paths=./controller/... paths=./webhook/... output:rbac:artifacts:config=config/rbac
+	@$(MAKE) --no-print-directory chart
+
+chart: ## Regenerate the Helm chart's templates/generated (the CRDs and roles of config/).
+	go test ./charts -run TestGeneratedTemplatesUpToDate -update
 
 # TEST_TIMEOUT bounds each package's test binary. The longest, ./controller, takes about 200 s on
 # an idle 2-core machine and several times that when other work keeps the cores busy (see
@@ -32,7 +36,7 @@ manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBA
 TEST_TIMEOUT ?= 40m
 
 test: ## Run every test: unit, golden, and envtest against the real kube-apiserver and etcd.
-	@[ -x $(BIN)/kube-apiserver ] && [ -x $(BIN)/etcd ] || hack/tools.sh
+	@[ -x $(BIN)/kube-apiserver ] && [ -x $(BIN)/etcd ] && [ -x $(BIN)/helm ] || hack/tools.sh
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	# The controller benchmarks once each at a small size, so that `make bench` works as written.
 	SANDBOX_BENCH_SIZES=20 SANDBOX_BENCH_STEADY=1s SANDBOX_BENCH_CLAIMS=3 go test -count=1 -timeout $(TEST_TIMEOUT) -run '^$$' -bench 'Converge|Claims' -benchtime 1x ./controller/

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the real test and generation tools (kube-apiserver, etcd, kustomize, controller-gen) from
-# the Go module proxy, each from its own wrapper module under hack/tools/.
+# Builds the real test and generation tools (kube-apiserver, etcd, kustomize, controller-gen, helm)
+# from the Go module proxy, each from its own wrapper module under hack/tools/, so that none of
+# their dependencies enter the main module's go.mod or its test builds.
 #
 # Binaries are cached outside the clone, keyed by a hash of everything that goes into them (the
 # wrapper's go.mod and go.sum, the ldflags and the Go version), so a fresh clone on a machine that
@@ -29,16 +30,20 @@ declare -A pkg=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kustomize]=sigs.k8s.io/kustomize/kustomize/v5
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
+  [helm]=helm.sh/helm/v3/cmd/helm
 )
 declare -A ldflags=(
   [kube-apiserver]="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean"
   [etcd]="-s -w"
   [kustomize]="-s -w -X sigs.k8s.io/kustomize/api/provenance.version=v5.8.2"
   [controller-gen]="-s -w"
+  # As helm's own Makefile sets them: its version, and the Kubernetes version that `helm template`
+  # and `helm lint` assume (.Capabilities.KubeVersion), from the client-go it is built with.
+  [helm]="-s -w -X helm.sh/helm/v3/internal/version.version=v3.22.0 -X helm.sh/helm/v3/internal/version.gitTreeState=clean -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37"
 )
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen)
+[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm)
 
 for tool in "${tools[@]}"; do
   [ -n "${pkg[$tool]:-}" ] || { echo "hack/tools.sh: unknown tool $tool" >&2; exit 2; }
