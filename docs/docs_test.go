@@ -23,7 +23,10 @@ var documents = []string{"README.md", filepath.Join("docs", "gitops.md")}
 
 // notRun are the commands the test cannot run, with the reason.
 var notRun = map[string]string{
-	"make test": "it is the test suite that runs this test",
+	"make test":    "it is the test suite that runs this test",
+	"make cluster": "it starts a cluster; internal/cluster's TestCluster starts the same one in-process",
+	"export KUBECONFIG=$PWD/.cluster/kubeconfig": "it only names the cluster's kubeconfig for the commands a user runs next",
+	"make cluster-down":                          "it stops the cluster that make cluster started; TestCluster checks the stop",
 	"go run ./cmd/sandbox-router --kubeconfig ~/.kube/config --listen 127.0.0.1:8080":            "it needs a cluster; cmd/sandbox-router's TestAgainstAPIServer runs the binary against a real API server",
 	"curl -H 'X-Sandbox-ID: my-sandbox' -H 'X-Sandbox-Namespace: team-a' http://127.0.0.1:8080/": "it needs the router above running against a cluster; router's tests send the same headers",
 }
