@@ -5,18 +5,22 @@ export GOFLAGS += -mod=readonly
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 export KUBEBUILDER_ASSETS := $(BIN)
+# What the tests and the local cluster run (kwok-stages: kwok's default stages, beside it).
+CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwok-stages
+CLUSTER_DIR := $(CURDIR)/.cluster
+NODES ?= 1
 
-.PHONY: all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help
+.PHONY: all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help cluster cluster-down
 
 all: lint build test ## Lint, build and test.
 
 help: ## Show the targets.
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## Build every binary into ./bin.
 	go build -o $(BIN)/ ./cmd/...
 
-tools: ## Build kube-apiserver, etcd, kustomize, controller-gen and helm from Go modules (cached by hash).
+tools: ## Build kube-apiserver, etcd, kustomize, controller-gen, helm, kube-controller-manager, kube-scheduler and kwok from Go modules (cached by hash).
 	hack/tools.sh
 
 manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBAC of controller/ and webhook/ in config/rbac, and the chart's copies (make chart).
@@ -36,7 +40,7 @@ chart: ## Regenerate the Helm chart's templates/generated (the CRDs and roles of
 TEST_TIMEOUT ?= 40m
 
 test: ## Run every test: unit, golden, and envtest against the real kube-apiserver and etcd.
-	@[ -x $(BIN)/kube-apiserver ] && [ -x $(BIN)/etcd ] && [ -x $(BIN)/helm ] || hack/tools.sh
+	@for t in $(CLUSTER_TOOLS) helm; do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	# The controller benchmarks once each at a small size, so that `make bench` works as written.
 	SANDBOX_BENCH_SIZES=20 SANDBOX_BENCH_STEADY=1s SANDBOX_BENCH_CLAIMS=3 go test -count=1 -timeout $(TEST_TIMEOUT) -run '^$$' -bench 'Converge|Claims' -benchtime 1x ./controller/
@@ -55,6 +59,13 @@ test-under-load: ## `make test` while LOAD_HOGS busy loops (default 2) keep the 
 	start=$$SECONDS; rc=0; $(MAKE) test || rc=$$?; \
 	echo "test-under-load: make test exited $$rc after $$((SECONDS - start)) s"; \
 	exit $$rc
+
+cluster: ## Start a local cluster on loopback (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with NODES fake Nodes, default 1); state and logs in .cluster/.
+	@for t in $(CLUSTER_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
+	go run ./hack/cluster up -dir $(CLUSTER_DIR) -bin $(BIN) -nodes $(NODES)
+
+cluster-down: ## Stop what `make cluster` started (only its processes, named by the pid files in .cluster/pids).
+	go run ./hack/cluster down -dir $(CLUSTER_DIR)
 
 golden: ## Rewrite the golden files from the current render (review the diff like code).
 	go test ./golden -run 'TestGolden|TestOverlays' -update

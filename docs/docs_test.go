@@ -28,6 +28,9 @@ var notRun = map[string]string{
 	"curl -H 'X-Sandbox-ID: my-sandbox' -H 'X-Sandbox-Namespace: team-a' http://127.0.0.1:8080/":    "it needs the router above running against a cluster; router's tests send the same headers",
 	"helm install sandbox-gitops charts/sandbox-gitops -n sandbox-gitops-system --create-namespace": "it needs a cluster; charts' tests render and lint the chart with the helm `make tools` builds",
 	"kubectl label namespace sandbox-gitops-system pod-security.kubernetes.io/enforce=restricted":   "it needs a cluster with the release installed",
+	"make cluster": "it starts a cluster; internal/cluster's TestCluster starts the same one in-process",
+	"export KUBECONFIG=$PWD/.cluster/kubeconfig": "it only names the cluster's kubeconfig for the commands a user runs next",
+	"make cluster-down":                          "it stops the cluster that make cluster started; TestCluster checks the stop",
 }
 
 var (
