@@ -141,12 +141,20 @@ func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encod
 	out := make([]Entry, 0, len(objs)+len(children))
 	keys := make([]manifest.CanonicalKey, 0, len(objs)+len(children))
 	var errs []error
+	var sources map[string]*unstructured.Unstructured // the agent-sandbox inputs, when two parents collide
 	for i, c := range children {
 		m := made[i]
 		id := m.group + "/" + m.key.Kind + "/" + m.key.Namespace + "/" + m.key.Name
 		if prev, dup := rendered[id]; dup {
-			errs = append(errs, fmt.Errorf("%s is rendered twice: from %s and from %s; rename one of them",
-				describe(m.key), prev.Parent, c.Parent))
+			if sources == nil {
+				sources = make(map[string]*unstructured.Unstructured)
+				for _, o := range objs {
+					if manifest.IsAgentSandbox(o) {
+						sources[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+					}
+				}
+			}
+			errs = append(errs, renderedTwice(m.key, prev, c, sources))
 			continue
 		}
 		rendered[id] = c
@@ -200,6 +208,30 @@ func toUnstructured(obj render.Object) (*unstructured.Unstructured, error) {
 		}
 	}
 	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// renderedTwice is the finding on a child two parents render (Sandboxes b-c and c both render
+// PersistentVolumeClaim a-b-c, from volume claim templates a and a-b): it is placed on the
+// field of the later parent's source that names the child, and names the earlier parent. The
+// message was "PersistentVolumeClaim a-b-c is rendered twice: from Sandbox b-c and from Sandbox
+// c", with no file, document or field, and for a Sandbox a claim made, an object written nowhere.
+func renderedTwice(key manifest.CanonicalKey, prev, c render.Child, sources map[string]*unstructured.Unstructured) *render.InvalidError {
+	src := c.Source
+	what := "renders " + describe(key)
+	if c.Parent != src.Object() {
+		what = "its " + c.Parent + " " + what // a Sandbox the claim or pool makes
+	}
+	other := prev.Parent
+	switch {
+	case prev.Source.Object() == src.Object():
+		other = "its " + other // another Sandbox the same pool makes
+	case prev.Parent != prev.Source.Object():
+		other += " (from " + prev.Source.Object() + ")"
+	}
+	return &render.InvalidError{Kind: src.Kind, Namespace: src.Namespace, Name: src.Name,
+		Source: sources[src.Kind+"/"+src.Namespace+"/"+src.Name],
+		Errs: field.ErrorList{field.Invalid(src.Field, src.Value,
+			fmt.Sprintf("%s, which %s renders too; rename one of them", what, other))}}
 }
 
 // duplicate is the finding on a later copy of an object given twice.

@@ -149,7 +149,7 @@ func convergeOnce(b *testing.B, bin, kubeconfig string, n int, steady time.Durat
 		cmd.Stderr = f
 		cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1,memprofilerate=8192")
 	}
-	if err := cmd.Start(); err != nil {
+	if err := testenv.StartProcess(cmd); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()

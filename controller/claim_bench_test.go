@@ -22,6 +22,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
@@ -247,7 +248,7 @@ func startControllerProcess(b *testing.B, bin, kubeconfig, ns string, extra ...s
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--enable-webhook=false", "--zap-log-level", benchLogLevel(), "--zap-time-encoding", "rfc3339nano"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	if err := testenv.StartProcess(cmd); err != nil {
 		b.Fatal(err)
 	}
 	stopped := false

@@ -45,7 +45,7 @@ func sandboxClaim(ns, name, pool string, mutate ...func(*extv1beta1.SandboxClaim
 func waitClaim(t testing.TB, ns, name string, status metav1.ConditionStatus, reason string) *extv1beta1.SandboxClaim {
 	t.Helper()
 	c := &extv1beta1.SandboxClaim{}
-	eventually(t, 30*time.Second, fmt.Sprintf("SandboxClaim %s Ready=%s/%s", name, status, reason), func() error {
+	eventually(t, time.Minute, fmt.Sprintf("SandboxClaim %s Ready=%s/%s", name, status, reason), func() error {
 		if err := get(ns, name, c); err != nil {
 			return err
 		}
@@ -96,4 +96,17 @@ func waitPoolReady(t testing.TB, ns, pool string, n int) []agentsv1beta1.Sandbox
 		return nil
 	})
 	return members
+}
+
+// updateClaim changes a claim's spec as a user would (retrying on conflicts with status writes).
+func updateClaim(t testing.TB, ns, name string, mutate func(*extv1beta1.SandboxClaim)) {
+	t.Helper()
+	eventually(t, time.Minute, "updating SandboxClaim "+name, func() error {
+		c := &extv1beta1.SandboxClaim{}
+		if err := get(ns, name, c); err != nil {
+			return err
+		}
+		mutate(c)
+		return admin.Update(context.Background(), c)
+	})
 }

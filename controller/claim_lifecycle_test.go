@@ -30,20 +30,26 @@ func TestClaimLifecycle(t *testing.T) {
 	create(t, warmPool(ns, "pool", "python", 0))
 	create(t, warmPool(ns, "finishing", "finishes", 0))
 
-	at := metav1.NewTime(time.Now().Add(6 * time.Second).Truncate(time.Second))
+	// An hour ahead, moved to a moment just ahead once the claim is Ready: no fixed lead from
+	// creation outlasts a start on a machine busy with other work.
+	later := metav1.NewTime(time.Now().Add(time.Hour).Truncate(time.Second))
 	create(t, sandboxClaim(ns, "retain", "pool", func(c *extv1beta1.SandboxClaim) {
-		c.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &at, ShutdownPolicy: extv1beta1.ShutdownPolicyRetain}
+		c.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &later, ShutdownPolicy: extv1beta1.ShutdownPolicyRetain}
 	}))
 	create(t, sandboxClaim(ns, "foreground", "pool", func(c *extv1beta1.SandboxClaim) {
-		c.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &at, ShutdownPolicy: extv1beta1.ShutdownPolicyDeleteForeground}
+		c.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &later, ShutdownPolicy: extv1beta1.ShutdownPolicyDeleteForeground}
 	}))
 	create(t, sandboxClaim(ns, "ttl", "finishing", func(c *extv1beta1.SandboxClaim) {
 		c.Spec.Lifecycle = &extv1beta1.Lifecycle{TTLSecondsAfterFinished: ptr.To(int32(2)), ShutdownPolicy: extv1beta1.ShutdownPolicyDelete}
 	}))
 	waitClaim(t, ns, "retain", metav1.ConditionTrue, "")
+	at := metav1.NewTime(time.Now().Add(3 * time.Second).Truncate(time.Second))
+	for _, name := range []string{"retain", "foreground"} {
+		updateClaim(t, ns, name, func(c *extv1beta1.SandboxClaim) { c.Spec.Lifecycle.ShutdownTime = &at })
+	}
 
 	var finishedAt time.Time
-	eventually(t, 30*time.Second, "the ttl claim mirrors Finished", func() error {
+	eventually(t, time.Minute, "the ttl claim mirrors Finished", func() error {
 		c := &extv1beta1.SandboxClaim{}
 		if err := get(ns, "ttl", c); err != nil {
 			return err
@@ -55,7 +61,7 @@ func TestClaimLifecycle(t *testing.T) {
 		finishedAt = f.LastTransitionTime.Time
 		return nil
 	})
-	eventually(t, 30*time.Second, "the ttl claim deleted", func() error { return notFound(ns, "ttl", &extv1beta1.SandboxClaim{}) })
+	eventually(t, time.Minute, "the ttl claim deleted", func() error { return notFound(ns, "ttl", &extv1beta1.SandboxClaim{}) })
 	if d := time.Since(finishedAt); d < 2*time.Second {
 		t.Errorf("the ttl claim went %v after Finished, before its 2 s", d)
 	}
@@ -67,11 +73,11 @@ func TestClaimLifecycle(t *testing.T) {
 	if msg := readyMessage(c); msg != render.ClaimExpiredMessage {
 		t.Errorf("message %q", msg)
 	}
-	eventually(t, 20*time.Second, "the retained claim's Sandbox deleted", func() error { return notFound(ns, "retain", &agentsv1beta1.Sandbox{}) })
+	eventually(t, time.Minute, "the retained claim's Sandbox deleted", func() error { return notFound(ns, "retain", &agentsv1beta1.Sandbox{}) })
 	if err := findEvent(ns, "retain", extv1beta1.ClaimExpiredReason); err != nil {
 		t.Error(err)
 	}
-	eventually(t, 20*time.Second, "the foreground claim being deleted", func() error {
+	eventually(t, time.Minute, "the foreground claim being deleted", func() error {
 		c := &extv1beta1.SandboxClaim{}
 		if err := get(ns, "foreground", c); err != nil {
 			return err

@@ -27,10 +27,12 @@ func TestClaimWarmAdoption(t *testing.T) {
 	create(t, warmPool(ns, "python-pool", "python", 2))
 	before := waitPoolReady(t, ns, "python-pool", 2)
 
-	shutdown := metav1.NewTime(time.Now().Add(8 * time.Second).Truncate(time.Second))
+	// The SDK's shutdownTime is an hour ahead; once the checks below are done it is moved to a
+	// moment just ahead (no fixed lead outlasts them on a machine busy with other work).
+	later := metav1.NewTime(time.Now().Add(time.Hour).Truncate(time.Second))
 	claim := sandboxClaim(ns, "sdk-claim", "python-pool", func(c *extv1beta1.SandboxClaim) {
 		c.Annotations = map[string]string{"agents.x-k8s.io/client-first-requested-at": time.Now().UTC().Format(time.RFC3339Nano)}
-		c.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &shutdown, ShutdownPolicy: extv1beta1.ShutdownPolicyDelete}
+		c.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &later, ShutdownPolicy: extv1beta1.ShutdownPolicyDelete}
 	})
 	create(t, claim)
 	got := waitClaim(t, ns, "sdk-claim", metav1.ConditionTrue, "")
@@ -61,7 +63,7 @@ func TestClaimWarmAdoption(t *testing.T) {
 	if _, ok := sb.Spec.PodTemplate.ObjectMeta.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"]; ok {
 		t.Errorf("the pool's safe-to-evict stayed on the adopted Sandbox's pod template")
 	}
-	eventually(t, 20*time.Second, "the adopted Sandbox's Pod relabelled", func() error {
+	eventually(t, time.Minute, "the adopted Sandbox's Pod relabelled", func() error {
 		pod := &corev1.Pod{}
 		if err := get(ns, name, pod); err != nil {
 			return err
@@ -71,7 +73,7 @@ func TestClaimWarmAdoption(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 20*time.Second, "the pool back to 2 Ready members", func() error {
+	eventually(t, time.Minute, "the pool back to 2 Ready members", func() error {
 		members, ready, err := poolMembers(ns, "python-pool")
 		if err != nil {
 			return err
@@ -89,7 +91,9 @@ func TestClaimWarmAdoption(t *testing.T) {
 	if err := findEvent(ns, "sdk-claim", "SandboxAdopted"); err != nil {
 		t.Error(err)
 	}
-	eventually(t, 20*time.Second, "the claim deleted at its shutdownTime", func() error {
+	shutdown := metav1.NewTime(time.Now().Add(2 * time.Second).Truncate(time.Second))
+	updateClaim(t, ns, "sdk-claim", func(c *extv1beta1.SandboxClaim) { c.Spec.Lifecycle.ShutdownTime = &shutdown })
+	eventually(t, time.Minute, "the claim deleted at its shutdownTime", func() error {
 		return notFound(ns, "sdk-claim", &extv1beta1.SandboxClaim{})
 	})
 	if time.Now().Before(shutdown.Time) {
@@ -164,7 +168,7 @@ func TestClaimMissingPoolAndTemplate(t *testing.T) {
 	}
 	// The status write's Warning event is sent after it, asynchronously: it belongs to the
 	// write, not to the wait that follows.
-	eventually(t, 10*time.Second, "the WarmPoolNotFound event", func() error { return findEvent(ns, "early", render.ReasonWarmPoolNotFound) })
+	eventually(t, time.Minute, "the WarmPoolNotFound event", func() error { return findEvent(ns, "early", render.ReasonWarmPoolNotFound) })
 	w0 := writeCounts(t)
 	time.Sleep(2 * time.Second)
 	if n, by := controllerWrites(w0, writeCounts(t)); n != 0 {

@@ -47,7 +47,7 @@ func convertAsEnvtest(b *testing.B) {
 	for _, p := range probes {
 		create(b, p)
 	}
-	eventually(b, 30*time.Second, "v1alpha1 reads converted without the webhook", func() error {
+	eventually(b, time.Minute, "v1alpha1 reads converted without the webhook", func() error {
 		for _, p := range probes {
 			gvk, err := apiutil.GVKForObject(p, scheme)
 			if err != nil {
@@ -70,7 +70,7 @@ var suiteConversion = map[string]*apiextensionsv1.CustomResourceConversion{}
 
 func setConversion(b *testing.B, c client.Client, name string, conv *apiextensionsv1.CustomResourceConversion) {
 	b.Helper()
-	eventually(b, 30*time.Second, "CRD "+name+" conversion updated", func() error {
+	eventually(b, time.Minute, "CRD "+name+" conversion updated", func() error {
 		live := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, live); err != nil {
 			return err

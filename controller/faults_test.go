@@ -45,7 +45,7 @@ func TestDeletedChildRestored(t *testing.T) {
 	if err := admin.Delete(context.Background(), svc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the Service restored", func() error {
+	eventually(t, time.Minute, "the Service restored", func() error {
 		s := &corev1.Service{}
 		if err := get(ns, "box", s); err != nil {
 			return err
@@ -84,7 +84,7 @@ func TestForeignManagerOverwriteRestored(t *testing.T) {
 	if err := admin.Patch(context.Background(), svc, client.MergeFrom(origSvc), client.FieldOwner("someone-else")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the controller's fields restored", func() error {
+	eventually(t, time.Minute, "the controller's fields restored", func() error {
 		p := &corev1.Pod{}
 		if err := get(ns, "box", p); err != nil {
 			return err
@@ -179,7 +179,7 @@ func TestRestartWritesNothing(t *testing.T) {
 		waitReady(t, ns, fmt.Sprintf("box-%d", i), metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
 	}
 	for _, name := range []string{"default-policy", "custom-policy"} {
-		eventually(t, 30*time.Second, "NetworkPolicy of "+name, func() error { return get(ns, name+"-network-policy", &networkingv1.NetworkPolicy{}) })
+		eventually(t, time.Minute, "NetworkPolicy of "+name, func() error { return get(ns, name+"-network-policy", &networkingv1.NetworkPolicy{}) })
 	}
 	// Converged: a few seconds without writes first (the last status writes settle).
 	settle(t, 15*time.Second)
@@ -276,7 +276,6 @@ func TestAPIServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own.ControlPlane.GetAPIServer().CertDir = t.TempDir() // same certificates after the restart
 	own.ControlPlaneStopTimeout = 2 * time.Minute
 	cfg, err := own.Start()
 	if err != nil {
@@ -347,7 +346,7 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Fatalf("cleaning up after kube-apiserver: %v", err)
 	}
 	time.Sleep(2 * time.Second)
-	if err := apiServer.Start(); err != nil {
+	if err := own.StartAPIServerAgain(); err != nil { // same certificates and port
 		t.Fatalf("starting kube-apiserver again: %v", err)
 	}
 	eventually(t, 60*time.Second, "the API server back", func() error {
@@ -402,7 +401,7 @@ func TestForeignAdditionsRemoved(t *testing.T) {
 	create(t, template(ns, "deny-all", func(t *extv1beta1.SandboxTemplate) { t.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{} }))
 	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
 	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
-	eventually(t, 30*time.Second, "the deny-all policy", func() error {
+	eventually(t, time.Minute, "the deny-all policy", func() error {
 		return get(ns, render.NetworkPolicyName("deny-all"), &networkingv1.NetworkPolicy{})
 	})
 
@@ -433,7 +432,7 @@ func TestForeignAdditionsRemoved(t *testing.T) {
 		}
 		return nil
 	}
-	eventually(t, 30*time.Second, "the intruder's additions removed", func() error {
+	eventually(t, time.Minute, "the intruder's additions removed", func() error {
 		np := &networkingv1.NetworkPolicy{}
 		if err := get(ns, render.NetworkPolicyName("deny-all"), np); err != nil {
 			return err

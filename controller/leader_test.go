@@ -15,6 +15,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 )
 
 // TestLeaderElection: two replicas of the controller binary with --leader-elect, as
@@ -28,7 +30,7 @@ func TestLeaderElection(t *testing.T) {
 	a, b := startReplica(t, bin, kubeconfig, ns), startReplica(t, bin, kubeconfig, ns)
 
 	leader, follower := a, b
-	eventually(t, 30*time.Second, "a leader", func() error {
+	eventually(t, time.Minute, "a leader", func() error {
 		switch {
 		case a.leading() && b.leading():
 			return fmt.Errorf("both replicas lead")
@@ -51,7 +53,7 @@ func TestLeaderElection(t *testing.T) {
 	}
 
 	leader.stop(t)
-	eventually(t, 30*time.Second, "the follower taking over", func() error {
+	eventually(t, time.Minute, "the follower taking over", func() error {
 		if !follower.leading() {
 			return fmt.Errorf("not leading yet")
 		}
@@ -78,7 +80,7 @@ func startReplica(t *testing.T, bin, kubeconfig, ns string) *replica {
 		"--leader-elect", "--leader-election-namespace", "sandbox-gitops-system",
 		"--metrics-bind-address", r.metrics, "--health-probe-bind-address", "0", "--enable-webhook=false", "--zap-log-level", "error")
 	r.cmd.Stderr = os.Stderr
-	if err := r.cmd.Start(); err != nil {
+	if err := testenv.StartProcess(r.cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() { r.exited <- r.cmd.Wait() }()

@@ -73,7 +73,7 @@ func TestPoolFillsAndScales(t *testing.T) {
 			t.Errorf("member %s is not controlled by the pool: %+v", m.Name, m.OwnerReferences)
 		}
 	}
-	eventually(t, 10*time.Second, "pool status", func() error {
+	eventually(t, time.Minute, "pool status", func() error {
 		if err := get(ns, "pool", pool); err != nil {
 			return err
 		}
@@ -110,7 +110,7 @@ func TestPoolFillsAndScales(t *testing.T) {
 			t.Fatalf("scaling to %d: %v", n, err)
 		}
 		waitPoolReady(t, ns, "pool", int(n))
-		eventually(t, 10*time.Second, fmt.Sprintf("scale status at %d", n), func() error {
+		eventually(t, time.Minute, fmt.Sprintf("scale status at %d", n), func() error {
 			got, err := scales.Scales(ns).Get(ctx, gr, "pool", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -134,7 +134,7 @@ func TestPoolReplacesDeletedMember(t *testing.T) {
 	if err := admin.Delete(context.Background(), &members[0]); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "a replacement", func() error {
+	eventually(t, time.Minute, "a replacement", func() error {
 		now, ready, err := poolMembers(ns, "pool")
 		if err != nil {
 			return err
@@ -184,7 +184,7 @@ func TestPoolUpdateStrategy(t *testing.T) {
 	if err := admin.Update(context.Background(), tpl); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "Recreate members replaced", func() error {
+	eventually(t, time.Minute, "Recreate members replaced", func() error {
 		now, ready, err := poolMembers(ns, "recreate")
 		if err != nil {
 			return err
@@ -236,7 +236,7 @@ func TestPoolTakesInOrphans(t *testing.T) {
 	if !cmp.Equal(got, fromGit) {
 		t.Errorf("members %v, want the ones applied from Git %v", got, fromGit)
 	}
-	eventually(t, 10*time.Second, "the stale orphan deleted", func() error { return notFound(ns, "pool-stale", &agentsv1beta1.Sandbox{}) })
+	eventually(t, time.Minute, "the stale orphan deleted", func() error { return notFound(ns, "pool-stale", &agentsv1beta1.Sandbox{}) })
 }
 
 // stripped is an object as it is in Git: no UID, resourceVersion or managedFields.

@@ -281,7 +281,7 @@ func checkPreview(t *testing.T, c *previewCase, created []*unstructured.Unstruct
 			inputSandboxes[o.GetName()] = true
 		}
 	}
-	eventually(t, 30*time.Second, "the cluster matches the preview", func() error {
+	eventually(t, time.Minute, "the cluster matches the preview", func() error {
 		var problems []string
 		for key, w := range asCreated {
 			live := &unstructured.Unstructured{}

@@ -67,7 +67,7 @@ func TestPodRecreatedAfterExternalDelete(t *testing.T) {
 	if err := admin.Delete(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "a new Pod", func() error {
+	eventually(t, time.Minute, "a new Pod", func() error {
 		p := &corev1.Pod{}
 		if err := get(ns, "box", p); err != nil {
 			return err
@@ -91,7 +91,7 @@ func TestSuspendAndResume(t *testing.T) {
 	observed := readyObservations(t)
 	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(true) }))
 	waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
-	eventually(t, 5*time.Second, "the first Ready in the histogram", func() error {
+	eventually(t, time.Minute, "the first Ready in the histogram", func() error {
 		if n := readyObservations(t); n != observed+1 {
 			return fmt.Errorf("%d observations, want %d", n, observed+1)
 		}
@@ -99,8 +99,8 @@ func TestSuspendAndResume(t *testing.T) {
 	})
 
 	setMode(t, ns, "box", agentsv1beta1.SandboxOperatingModeSuspended)
-	eventually(t, 30*time.Second, "the Pod deleted", func() error { return notFound(ns, "box", &corev1.Pod{}) })
-	eventually(t, 30*time.Second, "Suspended=True/PodTerminated", func() error {
+	eventually(t, time.Minute, "the Pod deleted", func() error { return notFound(ns, "box", &corev1.Pod{}) })
+	eventually(t, time.Minute, "Suspended=True/PodTerminated", func() error {
 		sb := &agentsv1beta1.Sandbox{}
 		if err := get(ns, "box", sb); err != nil {
 			return err
@@ -180,7 +180,7 @@ func TestLiveMetadataSync(t *testing.T) {
 		sb.Spec.PodTemplate.ObjectMeta.Annotations = map[string]string{"note": "hi"}
 		sb.Spec.PodTemplate.Spec.Containers[0].Image = "python:3.13"
 	})
-	eventually(t, 30*time.Second, "the Pod's metadata synced", func() error {
+	eventually(t, time.Minute, "the Pod's metadata synced", func() error {
 		p := &corev1.Pod{}
 		if err := get(ns, "box", p); err != nil {
 			return err
@@ -255,7 +255,7 @@ func setMode(t *testing.T, ns, name string, mode agentsv1beta1.SandboxOperatingM
 // update changes a Sandbox's spec as a user would (retrying on conflicts with status writes).
 func update(t testing.TB, ns, name string, mutate func(*agentsv1beta1.Sandbox)) {
 	t.Helper()
-	eventually(t, 10*time.Second, "updating Sandbox "+name, func() error {
+	eventually(t, time.Minute, "updating Sandbox "+name, func() error {
 		sb := &agentsv1beta1.Sandbox{}
 		if err := get(ns, name, sb); err != nil {
 			return err
@@ -309,7 +309,7 @@ func TestMultiplePods(t *testing.T) {
 	twin.Spec.NodeName = ""
 	create(t, twin)
 	waitReady(t, ns, "box", metav1.ConditionFalse, agentsv1beta1.ReasonMultiplePods)
-	eventually(t, 10*time.Second, "a MultiplePods Warning", func() error { return findEvent(ns, "box", agentsv1beta1.ReasonMultiplePods) })
+	eventually(t, time.Minute, "a MultiplePods Warning", func() error { return findEvent(ns, "box", agentsv1beta1.ReasonMultiplePods) })
 }
 
 // TestAdoptablePVC: a PVC of a volume claim template's name carrying the adoptable label is
@@ -334,7 +334,7 @@ func TestAdoptablePVC(t *testing.T) {
 		sb.Spec.VolumeClaimTemplates = []agentsv1beta1.PersistentVolumeClaimTemplate{vct}
 	}))
 	sb := waitReady(t, ns, "box", metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady)
-	eventually(t, 10*time.Second, "the PVC adopted", func() error {
+	eventually(t, time.Minute, "the PVC adopted", func() error {
 		pvc := &corev1.PersistentVolumeClaim{}
 		if err := get(ns, kept.Name, pvc); err != nil {
 			return err
@@ -370,7 +370,7 @@ func TestSuspendedForeignPod(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	create(t, foreign)
 	create(t, sandbox(ns, "box", func(sb *agentsv1beta1.Sandbox) { sb.Spec.OperatingMode = agentsv1beta1.SandboxOperatingModeSuspended }))
-	eventually(t, 30*time.Second, "the foreign Pod reported", func() error {
+	eventually(t, time.Minute, "the foreign Pod reported", func() error {
 		sb := &agentsv1beta1.Sandbox{}
 		if err := get(ns, "box", sb); err != nil {
 			return err

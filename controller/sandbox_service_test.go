@@ -48,7 +48,7 @@ func TestServiceModes(t *testing.T) {
 	// requiring it (upstream's back-compat rule).
 	update(t, ns, "svc", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = nil })
 	patchSelector(t, ns, "svc", map[string]string{"someone": "else"})
-	eventually(t, 30*time.Second, "the kept Service's selector restored", func() error {
+	eventually(t, time.Minute, "the kept Service's selector restored", func() error {
 		s := &corev1.Service{}
 		if err := get(ns, "svc", s); err != nil {
 			return err
@@ -64,8 +64,8 @@ func TestServiceModes(t *testing.T) {
 	}
 
 	update(t, ns, "svc", func(sb *agentsv1beta1.Sandbox) { sb.Spec.Service = ptr.To(false) })
-	eventually(t, 30*time.Second, "the owned Service deleted", func() error { return notFound(ns, "svc", &corev1.Service{}) })
-	eventually(t, 30*time.Second, "status.service cleared", func() error {
+	eventually(t, time.Minute, "the owned Service deleted", func() error { return notFound(ns, "svc", &corev1.Service{}) })
+	eventually(t, time.Minute, "status.service cleared", func() error {
 		s := &agentsv1beta1.Sandbox{}
 		if err := get(ns, "svc", s); err != nil {
 			return err

@@ -47,7 +47,7 @@ import (
 // kubelet. Tests run one after another, each in its own namespace with its own controller, so
 // the write counts read from the API server's metrics belong to the test that reads them.
 var (
-	env *envtest.Environment
+	env *testenv.Environment
 	// admin is the test's own client (system:masters).
 	admin client.Client
 	// asController is the rest config of the controller's ServiceAccount, with exactly the RBAC
@@ -82,21 +82,12 @@ func TestMain(m *testing.M) {
 	if env, err = testenv.NewEnvironment(); err != nil {
 		testenv.SkipMain(err)
 	}
-	// A fixed certificate directory lets the fault tests restart the API server with the same
-	// certificates and port, so every client keeps working across the restart.
-	certDir, err := os.MkdirTemp("", "sandbox-gitops-apiserver-")
+	cfg, err := env.Start() // stops what it started when it fails
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	env.ControlPlane.GetAPIServer().CertDir = certDir // kept for the whole run
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting kube-apiserver and etcd: %v\n", err)
-		os.Exit(1)
-	}
 	code := func() int {
-		defer os.RemoveAll(certDir)
 		defer func() {
 			if err := env.Stop(); err != nil {
 				fmt.Fprintf(os.Stderr, "stopping the API server: %v\n", err)
@@ -150,7 +141,7 @@ func setup(cfg *rest.Config) error {
 // installControllerIdentity installs config/rbac with c (an admin's client of e's API server)
 // and returns the config of a user that is the controller's ServiceAccount, so that the
 // controller runs there with exactly the permissions config/ grants.
-func installControllerIdentity(c client.Client, e *envtest.Environment) (*rest.Config, error) {
+func installControllerIdentity(c client.Client, e *testenv.Environment) (*rest.Config, error) {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sandbox-gitops-system"}}
 	if err := c.Create(ctx, ns); err != nil {
@@ -290,7 +281,7 @@ func notFound(ns, name string, obj client.Object) error {
 func waitReady(t testing.TB, ns, name string, status metav1.ConditionStatus, reason string) *agentsv1beta1.Sandbox {
 	t.Helper()
 	sb := &agentsv1beta1.Sandbox{}
-	eventually(t, 30*time.Second, fmt.Sprintf("Sandbox %s Ready=%s/%s", name, status, reason), func() error {
+	eventually(t, time.Minute, fmt.Sprintf("Sandbox %s Ready=%s/%s", name, status, reason), func() error {
 		if err := get(ns, name, sb); err != nil {
 			return err
 		}

@@ -53,7 +53,7 @@ func TestTemplateNetworkPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := render.TemplateNetworkPolicy(stored, render.Options{})
-		eventually(t, 30*time.Second, "NetworkPolicy of "+name, func() error {
+		eventually(t, time.Minute, "NetworkPolicy of "+name, func() error {
 			np := &networkingv1.NetworkPolicy{}
 			if err := get(ns, render.NetworkPolicyName(name), np); err != nil {
 				return err
@@ -79,7 +79,7 @@ func TestTemplateNetworkPolicy(t *testing.T) {
 	if err := admin.Patch(context.Background(), np, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the drifted policy restored", func() error {
+	eventually(t, time.Minute, "the drifted policy restored", func() error {
 		got := &networkingv1.NetworkPolicy{}
 		if err := get(ns, "secure-default-network-policy", got); err != nil {
 			return err
@@ -99,7 +99,7 @@ func TestTemplateNetworkPolicy(t *testing.T) {
 	if err := admin.Update(context.Background(), tpl); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the Unmanaged template's policy deleted", func() error {
+	eventually(t, time.Minute, "the Unmanaged template's policy deleted", func() error {
 		return notFound(ns, "custom-network-policy", &networkingv1.NetworkPolicy{})
 	})
 	stored := &extv1beta1.SandboxTemplate{}
@@ -122,7 +122,7 @@ func TestTemplateRefusesForeignPolicy(t *testing.T) {
 	create(t, foreign)
 	startController(t, ns, controller.Options{})
 	create(t, template(ns, "python"))
-	eventually(t, 30*time.Second, "a Warning event on the template", func() error {
+	eventually(t, time.Minute, "a Warning event on the template", func() error {
 		return findEvent(ns, "python", "NetworkPolicyConflict")
 	})
 	// The conflict is retried with backoff (about ten times in these 3 s); it is reported once:

@@ -24,8 +24,13 @@ var documents = []string{"README.md", filepath.Join("docs", "gitops.md")}
 // notRun are the commands the test cannot run, with the reason.
 var notRun = map[string]string{
 	"make test": "it is the test suite that runs this test",
-	"go run ./cmd/sandbox-router --kubeconfig ~/.kube/config --listen 127.0.0.1:8080":            "it needs a cluster; cmd/sandbox-router's TestAgainstAPIServer runs the binary against a real API server",
-	"curl -H 'X-Sandbox-ID: my-sandbox' -H 'X-Sandbox-Namespace: team-a' http://127.0.0.1:8080/": "it needs the router above running against a cluster; router's tests send the same headers",
+	"go run ./cmd/sandbox-router --kubeconfig ~/.kube/config --listen 127.0.0.1:8080":               "it needs a cluster; cmd/sandbox-router's TestAgainstAPIServer runs the binary against a real API server",
+	"curl -H 'X-Sandbox-ID: my-sandbox' -H 'X-Sandbox-Namespace: team-a' http://127.0.0.1:8080/":    "it needs the router above running against a cluster; router's tests send the same headers",
+	"helm install sandbox-gitops charts/sandbox-gitops -n sandbox-gitops-system --create-namespace": "it needs a cluster; charts' tests render and lint the chart with the helm `make tools` builds",
+	"kubectl label namespace sandbox-gitops-system pod-security.kubernetes.io/enforce=restricted":   "it needs a cluster with the release installed",
+	"make cluster": "it starts a cluster; internal/cluster's TestCluster starts the same one in-process",
+	"export KUBECONFIG=$PWD/.cluster/kubeconfig": "it only names the cluster's kubeconfig for the commands a user runs next",
+	"make cluster-down":                          "it stops the cluster that make cluster started; TestCluster checks the stop",
 }
 
 var (

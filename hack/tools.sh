@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds the real test and generation tools (kube-apiserver, etcd, kustomize, controller-gen, and
-# distribution's registry for the image push test) from the Go module proxy, each from its own
-# wrapper module under hack/tools/.
+# Builds the real test and generation tools (kube-apiserver, etcd, kustomize, controller-gen, helm,
+# for `make cluster` kube-controller-manager, kube-scheduler and kwok, and distribution's
+# registry for the image push test) from the Go module
+# proxy, each from a wrapper module under hack/tools/ (kube-controller-manager and kube-scheduler
+# share hack/tools/kube-control-plane, which pins the same Kubernetes as hack/tools/kube-apiserver),
+# so that none of their dependencies enter the main module's go.mod or its test builds.
 #
 # Binaries are cached outside the clone, keyed by a hash of everything that goes into them (the
 # wrapper's go.mod and go.sum, the ldflags and the Go version), so a fresh clone on a machine that
@@ -30,22 +33,50 @@ declare -A pkg=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kustomize]=sigs.k8s.io/kustomize/kustomize/v5
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
+  [helm]=helm.sh/helm/v3/cmd/helm
+  [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+  [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
+  [kwok]=sigs.k8s.io/kwok/cmd/kwok
   [registry]=github.com/distribution/distribution/v3/cmd/registry
 )
+# The wrapper module of a tool, when it is not hack/tools/<tool>.
+declare -A wrapper=(
+  [kube-controller-manager]=kube-control-plane
+  [kube-scheduler]=kube-control-plane
+)
+k8s_ldflags="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean"
 declare -A ldflags=(
   [kube-apiserver]="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean"
   [etcd]="-s -w"
   [kustomize]="-s -w -X sigs.k8s.io/kustomize/api/provenance.version=v5.8.2"
   [controller-gen]="-s -w"
   [registry]="-s -w -X github.com/distribution/distribution/v3/version.version=v3.1.2"
+  # As helm's own Makefile sets them: its version, and the Kubernetes version that `helm template`
+  # and `helm lint` assume (.Capabilities.KubeVersion), from the client-go it is built with.
+  [helm]="-s -w -X helm.sh/helm/v3/internal/version.version=v3.22.0 -X helm.sh/helm/v3/internal/version.gitTreeState=clean -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37"
+  [kube-controller-manager]="$k8s_ldflags"
+  [kube-scheduler]="$k8s_ldflags"
+  [kwok]="-s -w"
 )
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen registry)
+[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry)
+
+# kwok's binary has no stages built in: kwokctl hands it its default ones (fake nodes become Ready
+# and keep a lease, Pods on them become Running and Ready with an IP, deletions complete) in a
+# config file. Those stages are YAML files in the same kwok module, so they are taken from the
+# module the binary was built from and cached beside it: bin/kwok-stages.
+kwok_stages=(
+  kustomize/stage/node/fast/node-initialize.yaml
+  kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+  kustomize/stage/pod/fast/pod-ready.yaml
+  kustomize/stage/pod/fast/pod-complete.yaml
+  kustomize/stage/pod/fast/pod-delete.yaml
+)
 
 for tool in "${tools[@]}"; do
   [ -n "${pkg[$tool]:-}" ] || { echo "hack/tools.sh: unknown tool $tool" >&2; exit 2; }
-  dir="hack/tools/$tool"
+  dir="hack/tools/${wrapper[$tool]:-$tool}"
   key=$( { cat "$dir/go.mod" "$dir/go.sum"; echo "${ldflags[$tool]}"; go env GOVERSION; } | sha256sum | cut -c1-16)
   out="$cache/$tool-$key/$tool"
   if [ -x "$out" ]; then
@@ -57,10 +88,17 @@ for tool in "${tools[@]}"; do
     tmp="$out.tmp.$$"
     mkdir -p "$(dirname "$out")"
     (cd "$dir" && go build -trimpath -ldflags="${ldflags[$tool]}" -o "$tmp" "${pkg[$tool]}")
+    if [ "$tool" = kwok ]; then
+      src=$(cd "$dir" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+      rm -rf "$out-stages" && mkdir -p "$out-stages"
+      for f in "${kwok_stages[@]}"; do cp "$src/$f" "$out-stages/"; done
+      chmod -R u+w "$out-stages"
+    fi
     mv "$tmp" "$out"
     echo "tools: built $tool in $((SECONDS - start))s"
   fi
   ln -sfn "$out" "$bin/$tool"
+  [ "$tool" != kwok ] || ln -sfn "$out-stages" "$bin/kwok-stages"
 done
 
 echo "KUBEBUILDER_ASSETS=$bin"

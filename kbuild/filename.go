@@ -35,8 +35,8 @@ func (k fileKey) String() string {
 // whenever that is a plain file name; nothing an object's name or namespace holds can make it
 // anything else:
 //   - only a-z, 0-9, '.', '-' and '_' are kept; every other byte (path separators, control
-//     characters, colons, non-ASCII) becomes '_', a dot after a dot becomes '_' (so no "..") and
-//     so does a leading dot (no hidden files, no "." or "..");
+//     characters, colons, non-ASCII) becomes '_', a dot after a dot becomes '_' (so no ".."), and
+//     so does a leading dot (no hidden files, no "." or "..") or a trailing one (no "..yaml");
 //   - the part before ".yaml" is cut to maxFileStem bytes;
 //   - a name that had to change in any of these ways, or whose name or namespace has upper case,
 //     gets "-" and the first 8 hex digits of the SHA-256 of its key as written (namespace, kind
@@ -105,7 +105,7 @@ func safeFileStem(s string) string {
 	for i, c := range b {
 		switch {
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
-		case c == '.' && i > 0 && b[i-1] != '.':
+		case c == '.' && i > 0 && b[i-1] != '.' && i < len(b)-1:
 		default:
 			b[i] = '_'
 		}

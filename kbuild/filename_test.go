@@ -50,6 +50,11 @@ func TestOutputFileNames(t *testing.T) {
 			keys:   []fileKey{cm("a\nb\x00c"), {GVK: "rbac.authorization.k8s.io_v1_ClusterRole", Name: "system:view"}},
 			want:   []string{"v1_configmap_a_b_c-a5467bfb.yaml", "rbac.authorization.k8s.io_v1_clusterrole_system_view-b6dced8e.yaml"},
 		},
+		"trailing dot": {
+			reason: "a name ending in a dot gave \"..yaml\" (found by FuzzOutputFileNames)",
+			keys:   []fileKey{cm("a.")},
+			want:   []string{"v1_configmap_a_-e6c600c2.yaml"},
+		},
 		"too long": {
 			reason: "a name past the bound is cut and suffixed by the hash of the whole",
 			keys:   []fileKey{cm(long)},

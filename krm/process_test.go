@@ -186,6 +186,78 @@ func TestErrorsBecomeResults(t *testing.T) {
 	}
 }
 
+// TestChildOfTwoParents: a child two parents render is a result on the later parent's file,
+// document and field naming the child, not a message naming neither.
+func TestChildOfTwoParents(t *testing.T) {
+	const template = `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata:
+  name: sandbox-agent
+  namespace: default
+  annotations:
+    config.kubernetes.io/path: templates.yaml
+    config.kubernetes.io/index: '0'
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: agent
+        image: agent:1
+`
+	withVolume := func(sb, volume string) string {
+		return sb + "  volumeClaimTemplates:\n  - metadata:\n      name: " + volume + "\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n"
+	}
+	other := strings.NewReplacer("name: agent\n  namespace", "name: b-agent\n  namespace",
+		"sandboxes/agent.yaml", "sandboxes/b.yaml", "index: '2'", "index: '1'").Replace(sandbox)
+	sandboxRef := func(name string) *kyaml.ResourceIdentifier {
+		return &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "agents.x-k8s.io/v1beta1", Kind: "Sandbox"}, NameMeta: kyaml.NameMeta{Name: name, Namespace: "default"}}
+	}
+	cases := map[string]struct {
+		reason string
+		config string
+		items  []string
+		want   framework.Result
+	}{
+		"PVC": {
+			reason: "Sandboxes agent and b-agent both render PersistentVolumeClaim a-b-agent, from volume claim templates a-b and a",
+			items:  []string{withVolume(sandbox, "a-b"), withVolume(other, "a")},
+			want: framework.Result{
+				Message:     `Sandbox default/b-agent: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a": renders PersistentVolumeClaim default/a-b-agent, which Sandbox default/agent renders too; rename one of them`,
+				Severity:    framework.Error,
+				ResourceRef: sandboxRef("b-agent"),
+				Field:       &framework.Field{Path: "spec.volumeClaimTemplates[0].metadata.name", CurrentValue: "a"},
+				File:        &framework.File{Path: "sandboxes/b.yaml", Index: 1},
+				Tags:        map[string]string{TagDocument: "2"},
+			},
+		},
+		"NetworkPolicy": {
+			reason: "template sandbox-agent and, with the standalone pack, Sandbox agent both render NetworkPolicy sandbox-agent-network-policy",
+			config: "apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  policies:\n    packs:\n      standaloneNetworkPolicy: true",
+			items:  []string{template, sandbox},
+			want: framework.Result{
+				Message:     `Sandbox default/agent: metadata.name: Invalid value: "agent": renders NetworkPolicy default/sandbox-agent-network-policy, which SandboxTemplate default/sandbox-agent renders too; rename one of them`,
+				Severity:    framework.Error,
+				ResourceRef: sandboxRef("agent"),
+				Field:       &framework.Field{Path: "metadata.name", CurrentValue: "agent"},
+				File:        &framework.File{Path: "sandboxes/agent.yaml", Index: 2},
+				Tags:        map[string]string{TagDocument: "3"},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := run(t, tc.config, tc.items...)
+			if err == nil {
+				t.Fatalf("%s: the function did not fail", tc.reason)
+			}
+			if diff := cmp.Diff([]framework.Result{tc.want}, resultsOf(t, out)); diff != "" {
+				t.Errorf("%s\nresults (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 func TestGenerator(t *testing.T) {
 	config := `apiVersion: render.sandbox-gitops.dev/v1alpha1
 kind: SandboxRender

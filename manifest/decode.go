@@ -242,6 +242,17 @@ func admitObject(all map[schema.GroupVersionKind]*versionSchema, o *unstructured
 		// The claim CRD's CEL rules (env value or valueFrom), which a render does not run.
 		metaErrs = append(metaErrs, render.ValidateClaim(c)...)
 	}
+	// Every volume claim template becomes a PVC the render emits: the schema takes any access
+	// mode and any annotation key, the API server does not.
+	vcts := field.NewPath("spec", "volumeClaimTemplates")
+	switch t := target.(type) {
+	case *agentsv1beta1.Sandbox:
+		metaErrs = append(metaErrs, render.ValidateVolumeClaimTemplates(t.Spec.VolumeClaimTemplates, vcts)...)
+	case *extv1beta1.SandboxTemplate:
+		metaErrs = append(metaErrs, render.ValidateVolumeClaimTemplates(t.Spec.VolumeClaimTemplates, vcts)...)
+	case *extv1beta1.SandboxClaim:
+		metaErrs = append(metaErrs, render.ValidateVolumeClaimTemplates(t.Spec.VolumeClaimTemplates, vcts)...)
+	}
 	if len(metaErrs) > 0 {
 		return invalid(metaErrs...)
 	}

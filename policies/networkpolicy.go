@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
@@ -83,21 +85,35 @@ func (d NetworkPolicyDefaults) Validate(path *field.Path) field.ErrorList {
 		errs = append(errs, d.ClusterDNS.validate(path.Child("clusterDNS"))...)
 	}
 	for i, c := range d.ExtraEgressExceptions {
-		if _, err := netip.ParsePrefix(c); err != nil {
+		p, err := netip.ParsePrefix(c)
+		switch {
+		case err != nil:
 			errs = append(errs, field.Invalid(path.Child("extraEgressExceptions").Index(i), c, "must be a CIDR such as 100.64.0.0/10"))
+		case p.Bits() == 0:
+			// An exception goes into the 0.0.0.0/0 or ::/0 rule, and the API server takes only
+			// exceptions that are a strict subset of the rule's CIDR.
+			errs = append(errs, field.Invalid(path.Child("extraEgressExceptions").Index(i), c, "must be narrower than the whole address space (a prefix length above 0); to block all egress, write the template's own networkPolicy"))
 		}
 	}
 	return errs
 }
 
+// validate checks a peer as the NetworkPolicy it becomes is checked by the API server
+// (ValidateLabelSelector on both selectors: label keys qualified names, values label values):
+// the namespace is the value of a kubernetes.io/metadata.name selector, and a namespace name.
 func (p PeerSelector) validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if p.Namespace == "" {
 		errs = append(errs, field.Required(path.Child("namespace"), "a router or DNS peer is selected within one namespace"))
+	} else {
+		for _, msg := range validation.IsDNS1123Label(p.Namespace) {
+			errs = append(errs, field.Invalid(path.Child("namespace"), p.Namespace, "a namespace name: "+msg))
+		}
 	}
 	if len(p.PodLabels) == 0 {
 		errs = append(errs, field.Required(path.Child("podLabels"), "an empty selector would admit every pod of the namespace"))
 	}
+	errs = append(errs, metav1validation.ValidateLabels(p.PodLabels, path.Child("podLabels"))...)
 	return errs
 }
 

@@ -25,6 +25,13 @@ func TestValidateClaimEnv(t *testing.T) {
 		"secret":        {"the guides' reference", extv1beta1.EnvVar{Name: "A", ValueFrom: secret("anthropic", "api-key")}, nil},
 		"config map": {"a ConfigMap key", extv1beta1.EnvVar{Name: "A", ValueFrom: &extv1beta1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "model.name"}}}, nil},
+		"relaxed name": {"a Pod's env var name may be any printable ASCII but '='", extv1beta1.EnvVar{Name: "1-a.b c", Value: ptr.To("x")}, nil},
+		"empty name": {"the claim's schema accepts it, the Pod with the variable is refused", extv1beta1.EnvVar{Name: "", Value: ptr.To("x")},
+			[]string{`spec.env[0].name: Invalid value: "": environment variable name must be non-empty`}},
+		"name with =": {"the Pod with the variable is refused", extv1beta1.EnvVar{Name: "A=B", Value: ptr.To("x")},
+			[]string{`spec.env[0].name: Invalid value: "A=B": a valid environment variable name must consist only of printable ASCII characters other than '='`}},
+		"name not ASCII": {"the Pod with the variable is refused", extv1beta1.EnvVar{Name: "é", Value: ptr.To("x")},
+			[]string{`spec.env[0].name: Invalid value: "é": a valid environment variable name must consist only of printable ASCII characters other than '='`}},
 		"both": {"exactly one of value and valueFrom", extv1beta1.EnvVar{Name: "A", Value: ptr.To("x"), ValueFrom: secret("s", "k")},
 			[]string{"spec.env[0].valueFrom: Forbidden: may not be set together with value: exactly one of value and valueFrom must be set"}},
 		"neither": {"exactly one of value and valueFrom", extv1beta1.EnvVar{Name: "A"},

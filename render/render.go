@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,12 +28,40 @@ type Object interface {
 // colliding with it).
 type Child struct {
 	Object
-	// Parent is the source object, as "Kind namespace/name".
+	// Parent is the object it is rendered from, as "Kind namespace/name": a Sandbox, or the
+	// template of a NetworkPolicy, or the claim or pool of a Sandbox.
 	Parent string
+	// Source is the input object and field a finding about the child is placed on; every
+	// child the render emits has one.
+	Source Source
 	// MarkerPath and MarkerValue: an input object with the child's identity is an earlier render
 	// of it when the string at MarkerPath equals MarkerValue.
 	MarkerPath  []string
 	MarkerValue string
+}
+
+// Source is the input object a child comes from and the field of it that names the child, so
+// that a finding about the child (two parents rendering it) names a file, a document and a field.
+// It is the Sandbox and its metadata.name, or for a PVC its volume claim template's
+// metadata.name; a template and its metadata.name for the template's NetworkPolicy; and for a
+// Sandbox made from a claim or pool, and for that Sandbox's children, the claim or pool and its
+// metadata.name, since the made Sandbox is written in no file.
+type Source struct {
+	Kind, Namespace, Name string
+	// Field names the child; Value is what it holds.
+	Field *field.Path
+	Value string
+}
+
+// Object names the source the way kubectl does: Kind namespace/name.
+func (s Source) Object() string {
+	return describe(s.Kind, s.Namespace, s.Name)
+}
+
+// sourceOf is an input object as a source, the child named by its metadata.name.
+func sourceOf(kind string, obj metav1.Object) Source {
+	return Source{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Field: field.NewPath("metadata", "name"), Value: obj.GetName()}
 }
 
 // Input is every defaulted v1beta1 object a render sees.
@@ -126,6 +155,7 @@ func (r *renderer) template(t *extv1beta1.SandboxTemplate) {
 	}
 	if np := TemplateNetworkPolicy(t, r.opts); np != nil {
 		r.emit(Child{Object: np, Parent: describe(extv1beta1.SandboxTemplateKind, t.Namespace, t.Name),
+			Source:      sourceOf(extv1beta1.SandboxTemplateKind, t),
 			MarkerPath:  []string{"spec", "podSelector", "matchLabels", agentsv1beta1.SandboxTemplateRefHashLabel},
 			MarkerValue: NameHash(t.Name)})
 	}
@@ -183,7 +213,8 @@ func (r *renderer) claim(c *extv1beta1.SandboxClaim, in *Input) {
 // no file, document or field.
 func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, kind string, obj metav1.Object, ctrl controller) {
 	parent := describe(kind, obj.GetNamespace(), obj.GetName())
-	child := Child{Object: sb, Parent: parent,
+	src := sourceOf(kind, obj)
+	child := Child{Object: sb, Parent: parent, Source: src,
 		MarkerPath:  []string{"metadata", "labels", agentsv1beta1.SandboxTemplateRefHashLabel},
 		MarkerValue: sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel]}
 	key := sb.Namespace + "/" + sb.Name
@@ -201,7 +232,7 @@ func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, kind string, obj metav1.O
 	}
 	r.made[key] = madeSandbox{parent: parent, marker: child.MarkerValue}
 	r.emit(child)
-	r.children(sb, ctrl)
+	r.children(sb, ctrl, &src)
 }
 
 // madeSandbox is what a later hand-written Sandbox of the same name is checked against.
@@ -220,10 +251,13 @@ func (r *renderer) handWritten(sb *agentsv1beta1.Sandbox) {
 		}
 		return
 	}
-	r.children(sb, controllerOf(sb))
+	r.children(sb, controllerOf(sb), nil)
 }
 
-func (r *renderer) children(sb *agentsv1beta1.Sandbox, ctrl controller) {
+// children emits a Sandbox's children with their source: for a Sandbox made from a claim or pool,
+// made (that claim's or pool's metadata.name); for a hand-written one (made nil), the Sandbox's
+// own field that names each child.
+func (r *renderer) children(sb *agentsv1beta1.Sandbox, ctrl controller, made *Source) {
 	c, err := renderSandbox(sb, ctrl, r.opts)
 	if err != nil {
 		r.errs = append(r.errs, err)
@@ -237,8 +271,22 @@ func (r *renderer) children(sb *agentsv1beta1.Sandbox, ctrl controller) {
 	}
 	parent := describe(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name)
 	hash := NameHash(sb.Name)
+	var src Source
+	if made != nil {
+		src = *made
+	} else {
+		src = sourceOf(agentsv1beta1.SandboxKind, sb)
+	}
 	for _, o := range c.Objects() {
-		r.emit(Child{Object: o, Parent: parent,
+		from := src
+		// c.PVCs are in the order of the volume claim templates they are rendered from.
+		if pvc, isPVC := o.(*corev1.PersistentVolumeClaim); isPVC && made == nil {
+			if i := slices.Index(c.PVCs, pvc); i >= 0 {
+				from.Field = field.NewPath("spec", "volumeClaimTemplates").Index(i).Child("metadata", "name")
+				from.Value = sb.Spec.VolumeClaimTemplates[i].Name
+			}
+		}
+		r.emit(Child{Object: o, Parent: parent, Source: from,
 			MarkerPath: []string{"metadata", "labels", agentsv1beta1.SandboxNameHashLabel}, MarkerValue: hash})
 	}
 }

@@ -2,9 +2,13 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -102,4 +106,69 @@ func validateVolumeClaimTemplateNames(vcts []agentsv1beta1.PersistentVolumeClaim
 		}
 	}
 	return errs
+}
+
+// supportedAccessModes are the PVC access modes the API server accepts.
+var supportedAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOnce, corev1.ReadWriteOncePod}
+
+// ValidateVolumeClaimTemplates checks volume claim templates (of a Sandbox, a template or a
+// claim) for what would make the PVCs a render makes of them impossible to create: their labels
+// and annotations (apimachinery's own validation; the schema takes any map of strings), and their
+// spec as k8s.io/kubernetes pkg/apis/core/validation's ValidatePersistentVolumeClaimSpec does: at
+// least one access mode, each a supported one, ReadWriteOncePod alone; a storage request above
+// zero; a storage class name that is a DNS-1123 subdomain; a volume mode Block or Filesystem; a
+// valid selector. (Data sources are left to the API server: their rules depend on its feature
+// gates.)
+//
+// It is for input that a render turns into PVCs to apply (manifest.Decode), not for the
+// controller's Sandboxes: upstream adopts an existing PVC of the template's name whatever the
+// template's spec says, so a controller must not refuse a Sandbox for it.
+func ValidateVolumeClaimTemplates(vcts []agentsv1beta1.PersistentVolumeClaimTemplate, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range vcts {
+		errs = append(errs, validateVolumeClaimTemplate(&vcts[i], path.Index(i))...)
+	}
+	return errs
+}
+
+func validateVolumeClaimTemplate(v *agentsv1beta1.PersistentVolumeClaimTemplate, path *field.Path) field.ErrorList {
+	md, spec := path.Child("metadata"), path.Child("spec")
+	errs := metav1validation.ValidateLabels(v.Labels, md.Child("labels"))
+	errs = append(errs, apivalidation.ValidateAnnotations(v.Annotations, md.Child("annotations"))...)
+	s := &v.Spec
+	if len(s.AccessModes) == 0 {
+		errs = append(errs, field.Required(spec.Child("accessModes"), "at least 1 access mode is required"))
+	}
+	rwop, other := false, false
+	for _, m := range s.AccessModes {
+		switch {
+		case m == corev1.ReadWriteOncePod:
+			rwop = true
+		case slices.Contains(supportedAccessModes, m):
+			other = true
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("accessModes"), m, supportedAccessModes))
+		}
+	}
+	if rwop && other {
+		errs = append(errs, field.Forbidden(spec.Child("accessModes"), "may not use ReadWriteOncePod with other access modes"))
+	}
+	storage := spec.Child("resources").Key(string(corev1.ResourceStorage))
+	if q, ok := s.Resources.Requests[corev1.ResourceStorage]; !ok {
+		errs = append(errs, field.Required(storage, "the size of the volume"))
+	} else if q.Sign() <= 0 {
+		errs = append(errs, field.Invalid(storage, q.String(), "must be greater than zero"))
+	}
+	if c := s.StorageClassName; c != nil && *c != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(*c) {
+			errs = append(errs, field.Invalid(spec.Child("storageClassName"), *c, msg))
+		}
+	}
+	if m := s.VolumeMode; m != nil && *m != corev1.PersistentVolumeBlock && *m != corev1.PersistentVolumeFilesystem {
+		errs = append(errs, field.NotSupported(spec.Child("volumeMode"), *m, []corev1.PersistentVolumeMode{corev1.PersistentVolumeBlock, corev1.PersistentVolumeFilesystem}))
+	}
+	if s.Selector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, spec.Child("selector"))...)
+	}
+	return SortErrors(errs)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -26,13 +27,32 @@ import (
 
 // ValidatePodTemplate checks a Sandbox's (or template's) pod template for what would make the
 // Pod the render emits impossible to create: labels and annotations (apimachinery's own
-// validation), and the containers (validateContainers).
+// validation), the containers (validateContainers) and the volumes' names.
 func ValidatePodTemplate(pt *agentsv1beta1.PodTemplate, path *field.Path) field.ErrorList {
 	md := path.Child("metadata")
 	errs := metav1validation.ValidateLabels(pt.ObjectMeta.Labels, md.Child("labels"))
 	errs = append(errs, apivalidation.ValidateAnnotations(pt.ObjectMeta.Annotations, md.Child("annotations"))...)
 	errs = append(errs, validateContainers(&pt.Spec, path.Child("spec"))...)
+	errs = append(errs, validateVolumeNames(pt.Spec.Volumes, path.Child("spec", "volumes"))...)
 	return SortErrors(errs)
+}
+
+// validateVolumeNames follows k8s.io/kubernetes pkg/apis/core/validation ValidateVolumes: every
+// volume has a name, a DNS-1123 label unique among the Pod's volumes (the schema's list map
+// reports the repeats).
+func validateVolumeNames(volumes []corev1.Volume, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range volumes {
+		p := path.Index(i).Child("name")
+		if volumes[i].Name == "" {
+			errs = append(errs, field.Required(p, "every volume needs a name"))
+			continue
+		}
+		for _, msg := range validation.IsDNS1123Label(volumes[i].Name) {
+			errs = append(errs, field.Invalid(p, volumes[i].Name, msg))
+		}
+	}
+	return errs
 }
 
 // validateContainers follows k8s.io/kubernetes pkg/apis/core/validation: validateContainers and
@@ -60,6 +80,9 @@ func validateContainers(spec *corev1.PodSpec, path *field.Path) field.ErrorList 
 			}
 			if c.Image == "" {
 				errs = append(errs, field.Required(p.Child("image"), "the render turns the template into a Pod, and a Pod's container needs an image"))
+			} else if strings.TrimSpace(c.Image) != c.Image {
+				// validateContainerCommon: the image must not have leading or trailing whitespace.
+				errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 			}
 			portNames := map[string]*field.Path{} // unique per container; across containers only a warning
 			for j := range c.Ports {

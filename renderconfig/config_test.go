@@ -43,6 +43,31 @@ func TestConfigFieldErrors(t *testing.T) {
 			spec:   `clusterDomian: example.com`,
 			want:   `spec.clusterDomian`,
 		},
+		"RouterNamespaceInvalid": {
+			reason: "a router namespace no namespace can have became a NetworkPolicy the API server refuses",
+			spec:   `policies: {networkPolicy: {routers: [{namespace: "Bad_NS", podLabels: {app: r}}]}}`,
+			want:   `spec.policies.networkPolicy.routers[0].namespace: Invalid value: "Bad_NS": a namespace name:`,
+		},
+		"RouterPodLabelKeyInvalid": {
+			reason: "a router pod label key that is not a qualified name became a NetworkPolicy the API server refuses",
+			spec:   `policies: {networkPolicy: {routers: [{namespace: r, podLabels: {"bad key": r}}]}}`,
+			want:   `spec.policies.networkPolicy.routers[0].podLabels: Invalid value: "bad key"`,
+		},
+		"RouterPodLabelValueInvalid": {
+			reason: "a router pod label value that is not a label value became a NetworkPolicy the API server refuses",
+			spec:   `policies: {networkPolicy: {routers: [{namespace: r, podLabels: {app: "a b"}}]}}`,
+			want:   `spec.policies.networkPolicy.routers[0].podLabels: Invalid value: "a b"`,
+		},
+		"ClusterDNSNamespaceInvalid": {
+			reason: "the DNS peer becomes a NetworkPolicy peer as the routers do",
+			spec:   `policies: {networkPolicy: {dns: cluster-dns, clusterDNS: {namespace: "a.b", podLabels: {k8s-app: kube-dns}}}}`,
+			want:   `spec.policies.networkPolicy.clusterDNS.namespace: Invalid value: "a.b"`,
+		},
+		"EgressExceptionWholeSpace": {
+			reason: "::/0 as an exception rendered a NetworkPolicy the API server refuses (not a strict subset of ::/0)",
+			spec:   `policies: {networkPolicy: {extraEgressExceptions: ["::/0"]}}`,
+			want:   `spec.policies.networkPolicy.extraEgressExceptions[0]: Invalid value: "::/0": must be narrower than the whole address space`,
+		},
 		"NegativeLimit": {
 			reason: "a pool limit below 0",
 			spec:   `maxPoolReplicas: -1`,

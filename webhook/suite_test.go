@@ -71,8 +71,8 @@ func TestMain(m *testing.M) {
 	}
 	env.CRDs = nil // installed below, with the conversion stanza this suite needs
 	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting kube-apiserver and etcd: %v\n", err)
+	if err != nil { // Start stopped what it started
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := func() int {
@@ -97,7 +97,7 @@ func zapLevel() zapcore.Level {
 	return zapcore.ErrorLevel
 }
 
-func setup(env *envtest.Environment, cfg *rest.Config) error {
+func setup(env *testenv.Environment, cfg *rest.Config) error {
 	var err error
 	adminConfig = cfg
 	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
@@ -196,7 +196,7 @@ func startWebhook(t *testing.T, opts *webhook.Options, certDir string) *running 
 			t.Errorf("the webhook's manager: %v", err)
 		}
 	})
-	eventually(t, 30*time.Second, "the webhook to be ready", func() error { return r.ready() })
+	eventually(t, time.Minute, "the webhook to be ready", func() error { return r.ready() })
 	return r
 }
 

@@ -48,15 +48,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.CRDs = nil
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
+	cfg := env.StartForTest(t)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, agentsv1alpha1.AddToScheme, agentsv1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -124,7 +116,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 			cmd := exec.Command(binary, args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
+			if err := testenv.StartProcess(cmd); err != nil {
 				t.Fatal(err)
 			}
 			exited := make(chan error, 1)
@@ -141,7 +133,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 					t.Error("the controller did not stop within 30 s of SIGTERM")
 				}
 			}()
-			testenv.Eventually(t, 30*time.Second, "the controller to be ready", func() error {
+			testenv.Eventually(t, time.Minute, "the controller to be ready", func() error {
 				select {
 				case err := <-exited:
 					t.Fatalf("the controller exited: %v\n%s", err, stderr.String())
@@ -155,7 +147,7 @@ func TestRunAgainstAnAPIServer(t *testing.T) {
 			if err := admin.Create(ctx, sb); err != nil {
 				t.Fatal(err)
 			}
-			testenv.Eventually(t, 30*time.Second, "the controller to create the Sandbox's Pod", func() error {
+			testenv.Eventually(t, time.Minute, "the controller to create the Sandbox's Pod", func() error {
 				return admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "box"}, &corev1.Pod{})
 			})
 

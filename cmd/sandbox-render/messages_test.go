@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 // TestFindingMessages: every finding is one line a user can act on, naming the file, its own
@@ -23,7 +25,22 @@ func TestFindingMessages(t *testing.T) {
 	sandboxNamed := func(name string) string {
 		return "apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: " + name + "\nspec:\n  podTemplate:\n    spec:\n      containers: [{name: c, image: i}]\n"
 	}
-	long := strings.Repeat("a", 10485760)
+	// withVolume is a Sandbox or SandboxTemplate given one volume claim template, whose PVC is
+	// named <volume>-<Sandbox>.
+	withVolume := func(obj, volume string) string {
+		return obj + "  volumeClaimTemplates:\n  - metadata:\n      name: " + volume + "\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n"
+	}
+	sandboxIn := func(namespace, name string) string {
+		return strings.Replace(sandboxNamed(name), "\nspec:", "\n  namespace: "+namespace+"\nspec:", 1)
+	}
+	templateNamed := func(name string) string {
+		return strings.Replace(template, "name: python\n  namespace", "name: "+name+"\n  namespace", 1)
+	}
+	claimOf := func(name, template string) string {
+		return "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxClaim\nmetadata:\n  name: " + name + "\n  namespace: ns\nspec:\n  warmPoolRef:\n    name: shadow-pool-" + template + "\n"
+	}
+	member := render.PoolMemberName("ns", "python", 0, 0)
+	long := strings.Repeat("a", 1<<20)
 	cases := map[string]struct {
 		reason string
 		files  map[string]string
@@ -37,9 +54,9 @@ func TestFindingMessages(t *testing.T) {
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"LongName": {
-			reason: "a 10 MB name gave 20 MB of standard error",
+			reason: "a 10 MB name gave 20 MB of standard error (1 MiB here: over 3 MiB the document is refused unread)",
 			files:  map[string]string{"sb.yaml": sandboxNamed(long)},
-			want: `{dir}/sb.yaml: document 1 (line 1): error: Sandbox "` + long[:200] + `…" (10485760 characters): metadata.name: Invalid value: "` + long[:200] + `…" (10485760 characters): must be no more than 253 characters` + "\n" +
+			want: `{dir}/sb.yaml: document 1 (line 1): error: Sandbox "` + long[:200] + `…" (1048576 characters): metadata.name: Invalid value: "` + long[:200] + `…" (1048576 characters): must be no more than 253 characters` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"ClaimGivenTwice": {
@@ -61,6 +78,33 @@ func TestFindingMessages(t *testing.T) {
 			want: `{dir}/pool.yaml: document 1 (line 1): error: SandboxWarmPool ns/python: spec.replicas: Invalid value: 9000: the SandboxWarmPools of this input ask for 9000 members in all, more than the limit of 100 per render; render them in parts, or raise the limit (SandboxRender spec.maxPoolMembers)` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
+		"ChildOfTwoSandboxes": {
+			reason: `"PersistentVolumeClaim ns/a-b-c is rendered twice: from Sandbox ns/b-c and from Sandbox ns/c" named no file, document or field`,
+			files:  map[string]string{"b-c.yaml": withVolume(sandboxIn("ns", "b-c"), "a"), "c.yaml": cm + "---\n" + withVolume(sandboxIn("ns", "c"), "a-b")},
+			want: `{dir}/c.yaml: document 2 (line 6): error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
+				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
+		},
+		"ChildOfAClaimAndASandbox": {
+			reason: "a child of a claim's Sandbox and of a Sandbox was placed nowhere, and the claim's Sandbox has no file",
+			files: map[string]string{"t.yaml": withVolume(templateNamed("t"), "data-a"), "claim.yaml": claimOf("b", "t"),
+				"sb.yaml": withVolume(sandboxIn("ns", "a-b"), "data")},
+			want: `{dir}/sb.yaml: document 1 (line 1): error: Sandbox ns/a-b: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "data": renders PersistentVolumeClaim ns/data-a-b, which Sandbox ns/b (from SandboxClaim ns/b) renders too; rename one of them` + "\n" +
+				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
+		},
+		"ChildOfTwoClaims": {
+			reason: "a child of two claims' Sandboxes is placed on the later claim, which has a file, not on its Sandbox, which has none",
+			files: map[string]string{"t.yaml": withVolume(templateNamed("t"), "d") + "---\n" + withVolume(templateNamed("u"), "d-a"),
+				"claims.yaml": claimOf("a-b", "t") + "---\n" + claimOf("b", "u")},
+			want: `{dir}/claims.yaml: document 2 (line 10): error: SandboxClaim ns/b: metadata.name: Invalid value: "b": its Sandbox ns/b renders PersistentVolumeClaim ns/d-a-b, which Sandbox ns/a-b (from SandboxClaim ns/a-b) renders too; rename one of them` + "\n" +
+				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
+		},
+		"ClaimNamedLikeAPoolMember": {
+			reason: "a claim rendering the Sandbox a pool renders as a member had no test",
+			files: map[string]string{"t.yaml": template, "pool.yaml": strings.Replace(pool, "replicas: 9000", "replicas: 1", 1),
+				"claim.yaml": cm + "---\n" + claimOf(member, "python")},
+			want: `{dir}/claim.yaml: document 2 (line 6): error: SandboxClaim ns/` + member + `: metadata.name: Invalid value: "` + member + `": renders Sandbox ns/` + member + `, which SandboxWarmPool ns/python renders too; rename one of them` + "\n" +
+				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
+		},
 		"BadNow": {
 			reason: `a bad spec.now said parsing time "x" as "2006-01-02T15:04:05Z07:00", without the field`,
 			files:  map[string]string{"sb.yaml": sandboxNamed("s"), "render.yaml": "apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata:\n  name: r\nspec:\n  now: x\n"},
@@ -71,14 +115,43 @@ func TestFindingMessages(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, tc.files)
-			var stdout, stderr bytes.Buffer
-			if code := run([]string{"render", dir}, strings.NewReader(""), &stdout, &stderr); code == exitOK {
-				t.Fatalf("%s: exit 0", tc.reason)
-			}
 			want := strings.ReplaceAll(tc.want, "{dir}", filepath.Clean(dir))
-			if diff := cmp.Diff(want, stderr.String()); diff != "" {
-				t.Errorf("%s\nstandard error (-want +got):\n%s", tc.reason, diff)
+			// validate reports what render does.
+			for _, command := range []string{"render", "validate"} {
+				var stdout, stderr bytes.Buffer
+				if code := run([]string{command, dir}, strings.NewReader(""), &stdout, &stderr); code == exitOK {
+					t.Fatalf("%s: %s: exit 0", tc.reason, command)
+				}
+				if diff := cmp.Diff(want, stderr.String()); diff != "" {
+					t.Errorf("%s\n%s: standard error (-want +got):\n%s", tc.reason, command, diff)
+				}
 			}
 		})
+	}
+}
+
+// TestChildOfTwoParentsBuild: build places the finding on a child two Sandboxes render as
+// render does, on the later Sandbox's file and the field that names the child.
+func TestChildOfTwoParentsBuild(t *testing.T) {
+	sandbox := func(name, volume string) string {
+		return "apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: " + name + "\n  namespace: ns\nspec:\n  podTemplate:\n    spec:\n      containers: [{name: c, image: i}]\n" +
+			"  volumeClaimTemplates:\n  - metadata:\n      name: " + volume + "\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n"
+	}
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"kustomization.yaml": "resources:\n- b-c.yaml\n- c.yaml\ntransformers:\n- render.yaml\n",
+		"render.yaml":        strings.Replace(restrictedConfig, "restricted: true", "restricted: false", 1),
+		"b-c.yaml":           sandbox("b-c", "a"),
+		"c.yaml":             sandbox("c", "a-b"),
+	})
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"build", dir}, strings.NewReader(""), &stdout, &stderr); code != exitFindings {
+		t.Fatalf("build exited %d, want %d; standard error:\n%s", code, exitFindings, stderr.String())
+	}
+	// kustomize's origins give the file, not the document.
+	want := filepath.Join(dir, "c.yaml") + `: error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
+		"sandbox-render: the input has problems; nothing was written\n"
+	if diff := cmp.Diff(want, stderr.String()); diff != "" {
+		t.Errorf("standard error (-want +got):\n%s", diff)
 	}
 }

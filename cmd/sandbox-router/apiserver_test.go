@@ -91,16 +91,9 @@ func startEnvironment(t *testing.T) *envtest.Environment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: testenv.BinDir(), CRDs: crds, ErrorIfCRDPathMissing: true}
-	if _, err := env.Start(); err != nil {
-		t.Fatalf("starting kube-apiserver and etcd from %s: %v", testenv.BinDir(), err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
-	return env
+	env := testenv.Wrap(&envtest.Environment{BinaryAssetsDirectory: testenv.BinDir(), CRDs: crds, ErrorIfCRDPathMissing: true})
+	env.StartForTest(t)
+	return env.Environment
 }
 
 func init() {
@@ -408,7 +401,7 @@ func testAuthz(t *testing.T, ctx context.Context, admin client.Client, adminCfg,
 	}
 	// The API server's RBAC authorizer learns of the new Role and binding through its own
 	// informers: wait until it does, or the first decision (and its cache) is a stale denial.
-	testenv.Eventually(t, 30*time.Second, "RBAC granting alice team-a/ready", func() error {
+	testenv.Eventually(t, time.Minute, "RBAC granting alice team-a/ready", func() error {
 		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: "system:serviceaccount:team-a:alice",
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "agents.x-k8s.io", Resource: "sandboxes",

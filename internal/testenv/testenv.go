@@ -65,16 +65,8 @@ func StartAPIServer(t testing.TB) (*rest.Config, []*apiextensionsv1.CustomResour
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: BinDir()}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting kube-apiserver and etcd from %s: %v", BinDir(), err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
+	env := Wrap(&envtest.Environment{BinaryAssetsDirectory: BinDir()})
+	cfg := env.StartForTest(t)
 	if err := InstallCRDs(cfg, crds); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +81,7 @@ func InstallCRDs(cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinit
 	for i, c := range crds {
 		copies[i] = c.DeepCopy()
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: copies}); err != nil {
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: copies, MaxTime: CRDInstallTimeout}); err != nil {
 		return fmt.Errorf("installing the CRDs: %w", err)
 	}
 	return nil
@@ -130,7 +122,7 @@ func SandboxRender(t testing.TB) string {
 // cluster without the controller's webhook, v1alpha1 requests fail instead of being converted
 // some other way (envtest would otherwise drop the conversion stanza, and the API server would
 // serve v1alpha1 by renaming apiVersion, losing every field that differs).
-func NewEnvironment() (*envtest.Environment, error) {
+func NewEnvironment() (*Environment, error) {
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		p := filepath.Join(BinDir(), name)
 		if _, err := exec.LookPath(p); err != nil {
@@ -141,12 +133,12 @@ func NewEnvironment() (*envtest.Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &envtest.Environment{
+	return Wrap(&envtest.Environment{
 		BinaryAssetsDirectory: BinDir(),
 		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{IgnoreSchemeConvertible: true},
-	}, nil
+	}), nil
 }
 
 // SkipMain ends a TestMain whose real dependency is missing: exit 0 with the reason locally, or

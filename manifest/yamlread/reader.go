@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
@@ -64,7 +65,23 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 // UTF-8, so a UTF-16 document came out as UTF-16 bytes inside a UTF-8 stream. A UTF-8
 // byte-order mark at the very start is accepted and dropped, so it is not written back into the
 // middle of an output stream.
-func ReadNodes(data []byte) ([]Node, error) {
+func ReadNodes(data []byte) ([]Node, error) { return readNodes(data, 0) }
+
+// MaxObjectBytes is the largest document Read takes: the API server refuses any request body
+// over 3 MiB (k8s.io/apiserver's MaxRequestBodyBytes), and etcd any object over 1.5 MiB by
+// default, so a larger object can never be applied. It is checked on the text before parsing:
+// parsed, a 10 MB list of one-letter strings took 1.4 GB of nodes and values. (The text of an
+// object is not the JSON the API server receives, but an object whose YAML exceeds 3 MiB and whose
+// JSON fits in etcd would have to be mostly comments or indentation.)
+const MaxObjectBytes = 3 << 20
+
+// listKind finds a List's kind in a document's text, YAML or JSON: a List is not sent to an API
+// server as it is but item by item, so a large one is read (its items are not limited).
+var listKind = regexp.MustCompile(`(?m)^kind:[ \t]*["']?\w*List["']?[ \t]*(#.*)?\r?$|"kind"\s*:\s*"\w*List"`)
+
+// readNodes is ReadNodes refusing, before parsing it, a document over maxDocument bytes (0: no
+// limit) unless it is a List.
+func readNodes(data []byte, maxDocument int) ([]Node, error) {
 	if err := CheckEncoding(data); err != nil && err != errMidStreamBOM {
 		return nil, err
 	}
@@ -77,6 +94,10 @@ func ReadNodes(data []byte) ([]Node, error) {
 		}
 		if len(bytes.TrimSpace(chunk)) == 0 {
 			return nil
+		}
+		if maxDocument > 0 && len(chunk) > maxDocument && !listKind.Match(chunk) {
+			return fmt.Errorf("document %d (line %d) is %d bytes: no API server takes an object over %d bytes (3 MiB, its request limit), so it could never be applied; split it",
+				index+1, firstLine, len(chunk), maxDocument)
 		}
 		dec := kyaml.NewDecoder(bytes.NewReader(chunk))
 		var doc kyaml.Node
@@ -253,10 +274,11 @@ func isNull(n *kyaml.Node) bool {
 }
 
 // Read reads a YAML (or JSON) stream of objects: every non-empty document must be a mapping with
-// apiVersion and kind; a List (a kind ending in List, with items) is flattened into its items.
+// apiVersion and kind; a List (a kind ending in List, with items) is flattened into its items, and
+// its items must be a list. A document over MaxObjectBytes is refused unparsed.
 // name is used in error messages only, which name the 1-based document and the line.
 func Read(name string, data []byte) ([]Document, error) {
-	nodes, err := ReadNodes(data)
+	nodes, err := readNodes(data, MaxObjectBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -267,6 +289,16 @@ func Read(name string, data []byte) ([]Document, error) {
 			return nil, fmt.Errorf("%s: document %d, %w", name, n.Index, err)
 		}
 		items, isList := u.Object["items"].([]any)
+		if v := u.Object["items"]; !isList && v != nil && strings.HasSuffix(u.GetKind(), "List") {
+			// Passed through, it is an object of a kind no API server serves (kubectl refuses to
+			// decode it): a List's items are a list.
+			what := DescribeValue(v)
+			if str, ok := v.(string); ok {
+				what = fmt.Sprintf("the string %q", str)
+			}
+			return nil, fmt.Errorf("%s: document %d (line %d): items of the %s: must be a list of objects, not %s",
+				name, n.Index, n.Line, u.GetKind(), what)
+		}
 		if !isList || !strings.HasSuffix(u.GetKind(), "List") {
 			out = append(out, Document{Object: u, Index: n.Index, Line: n.Line, Text: n.Text})
 			continue
@@ -327,6 +359,11 @@ func checkObject(obj map[string]any) string {
 		if !isString || s == "" {
 			return fmt.Sprintf("every object needs apiVersion and kind (strings); %s is %s", k, DescribeValue(obj[k]))
 		}
+	}
+	// The API server (and every client) reads apiVersion as group/version or version: "a/b/c" or
+	// "example.com/" passed through as an object no request can carry.
+	if gv, err := schema.ParseGroupVersion(obj["apiVersion"].(string)); err != nil || gv.Version == "" {
+		return fmt.Sprintf("apiVersion %q must be a version (v1) or a group and a version (apps/v1)", obj["apiVersion"])
 	}
 	// Every Kubernetes object's metadata is an ObjectMeta; anything else would be refused by any
 	// API server (and trips up tools that read annotations).

@@ -103,6 +103,16 @@ func TestReadErrors(t *testing.T) {
 			in:     "apiVersion: v1\nkind: [a]\n",
 			want:   "in.yaml: document 1, line 1: every object needs apiVersion and kind (strings); kind is a list",
 		},
+		"APIVersionThreeParts": {
+			reason: "apiVersion a/b/c passed through, and the API server answered \"Object 'Kind' is missing\"",
+			in:     "apiVersion: a/b/c\nkind: A\n",
+			want:   `in.yaml: document 1, line 1: apiVersion "a/b/c" must be a version (v1) or a group and a version (apps/v1)`,
+		},
+		"APIVersionNoVersion": {
+			reason: "apiVersion example.com/ passed through, and the API server answered \"Object 'apiVersion' is missing\"",
+			in:     "apiVersion: example.com/\nkind: A\n",
+			want:   `in.yaml: document 1, line 1: apiVersion "example.com/" must be a version (v1) or a group and a version (apps/v1)`,
+		},
 		"Infinity": {
 			reason: "JSON cannot hold .inf; encoding it later failed with a Go error",
 			in:     "apiVersion: v1\nkind: A\nspec: {x: .inf}\n",
@@ -144,6 +154,21 @@ func TestReadErrors(t *testing.T) {
 			reason: "a U+FEFF inside a value is a byte-order mark in the middle of the stream, invisible in review",
 			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: \"b\xef\xbb\xbf\"\n",
 			want:   "in.yaml: document 2, line 7: a byte-order mark (U+FEFF) inside the stream",
+		},
+		"ListItemsNotAList": {
+			reason: "kind: List with items: 5 passed through as an object the API server refuses",
+			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: List\nitems: 5\n",
+			want:   `in.yaml: document 2 (line 4): items of the List: must be a list of objects, not 5`,
+		},
+		"ItemsOfAnotherListKind": {
+			reason: "every kind ending in List is flattened, so every one must hold a list",
+			in:     "apiVersion: v1\nkind: ConfigMapList\nitems: {a: b}\n",
+			want:   "in.yaml: document 1 (line 1): items of the ConfigMapList: must be a list of objects, not a mapping",
+		},
+		"ObjectOverTheAPIServersLimit": {
+			reason: "a 10 MB command list took 29 s and 1.5 GB to validate, and no API server takes it",
+			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: ConfigMap\ndata:\n  k: " + strings.Repeat("x", MaxObjectBytes) + "\n",
+			want:   "in.yaml: document 2 (line 4) is 3145771 bytes: no API server takes an object over 3145728 bytes (3 MiB, its request limit), so it could never be applied; split it",
 		},
 		"ListItemNotObject": {
 			reason: "the items of a List must be objects",
@@ -232,4 +257,49 @@ func manyKeys(n int) []byte {
 		fmt.Fprintf(&sb, "  key%06d: value\n", i)
 	}
 	return []byte(sb.String())
+}
+
+// TestReadLargeDocuments: the object limit refuses one object over 3 MiB, not a stream or a List
+// that large.
+func TestReadLargeDocuments(t *testing.T) {
+	item := func(i int) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {k: %s}\n", i, strings.Repeat("x", 1<<10))
+	}
+	var stream, yamlList, jsonList strings.Builder
+	yamlList.WriteString("apiVersion: v1\nkind: List # of ConfigMaps\nitems:\n")
+	jsonList.WriteString(`{"apiVersion": "v1", "kind": "List", "items": [`)
+	const n = 4000 // about 4.3 MB
+	for i := range n {
+		stream.WriteString("---\n" + item(i))
+		yamlList.WriteString("- " + strings.ReplaceAll(strings.TrimSuffix(item(i), "\n"), "\n", "\n  ") + "\n")
+		if i > 0 {
+			jsonList.WriteString(",")
+		}
+		fmt.Fprintf(&jsonList, `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c%d"}}`, i)
+	}
+	jsonList.WriteString(strings.Repeat(" ", MaxObjectBytes) + "]}\n")
+	cases := map[string]struct {
+		reason string
+		in     string
+	}{
+		"Stream":   {reason: "the limit is per object, not per file", in: stream.String()},
+		"YAMLList": {reason: "a List is applied item by item", in: yamlList.String()},
+		"JSONList": {reason: "a List written as JSON", in: jsonList.String()},
+		"UnderTheLimit": {reason: "an object of 3 MiB fits",
+			in: "apiVersion: v1\nkind: ConfigMap\ndata:\n  k: " + strings.Repeat("x", MaxObjectBytes-100) + "\n"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if len(tc.in) <= MaxObjectBytes && name != "UnderTheLimit" {
+				t.Fatalf("the input is %d bytes, not over the limit", len(tc.in))
+			}
+			docs, err := Read("in.yaml", []byte(tc.in))
+			if err != nil {
+				t.Fatalf("%s: %v", tc.reason, err)
+			}
+			if want := map[string]int{"UnderTheLimit": 1}[name]; want == 0 && len(docs) != n || want > 0 && len(docs) != want {
+				t.Errorf("%s: %d objects read", tc.reason, len(docs))
+			}
+		})
+	}
 }

@@ -1,0 +1,379 @@
+// Package cluster runs a real local Kubernetes control plane without Docker: etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok, from the binaries `make tools`
+// builds, all on loopback. kwok simulates the kubelets of fake Nodes, so Pods get scheduled,
+// become Running and Ready with an IP, and are deleted as on a real node, while the controller
+// manager's controllers (Deployments, ReplicaSets, EndpointSlices, the garbage collector,
+// namespaces, ServiceAccount tokens) do what they do in a cluster. That is what envtest, which
+// runs only the API server and etcd, cannot show.
+//
+// A test starts one in-process (Start, then Stop; the children die with the test binary even if
+// it is killed); `make cluster` starts one detached (Options.Detach) and `make cluster-down`
+// stops it from its pid files (Down).
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Binaries are the programs a cluster runs, all built by `make tools` into one directory, with
+// kwok's default stages in kwok-stages/ beside them.
+var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// KwokStagesDir is the directory beside the binaries that holds kwok's default stages.
+const KwokStagesDir = "kwok-stages"
+
+const (
+	// serviceCIDR is the range of Service cluster IPs; the API server's own Service gets its first
+	// address.
+	serviceCIDR = "10.96.0.0/16"
+	// podCIDR is where kwok takes Pod IPs from; /16 leaves room for the scale benchmark.
+	podCIDR = "10.244.0.0/16"
+)
+
+// Options say how to start a cluster.
+type Options struct {
+	// BinDir holds Binaries and KwokStagesDir (./bin after `make tools`).
+	BinDir string
+	// Dir is the state directory: pki/, etcd/, the kubeconfigs, logs/<component>.log and
+	// pids/<component>.pid. It is created if needed; a previous cluster's state in it is replaced.
+	Dir string
+	// Nodes is how many fake Nodes to create (kwok-node-0, ...); 0 means 1.
+	Nodes int
+	// Detach leaves the components running after the launcher exits (each in a session of its
+	// own), to be stopped with Down. Without it they die with the launcher.
+	Detach bool
+	// Timeout bounds the start; 0 means 3 minutes.
+	Timeout time.Duration
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	// Dir is the state directory.
+	Dir string
+	// Kubeconfig is the path of an admin kubeconfig (user kubernetes-admin in system:masters).
+	Kubeconfig string
+	// Config is the same admin identity as a rest.Config.
+	Config *rest.Config
+	// Nodes are the names of the fake Nodes, all Ready when Start returns.
+	Nodes []string
+
+	binDir   string
+	detached bool
+	procs    []*process
+	ports    map[string]int
+}
+
+// MissingBinaries lists what Start needs from binDir and is not there.
+func MissingBinaries(binDir string) []string {
+	var missing []string
+	for _, name := range append(Binaries, KwokStagesDir) {
+		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+// Start starts a cluster and returns once the API server is ready, every Node is Ready, the
+// controller manager and the scheduler answer their health checks and the default
+// ServiceAccount exists (Pods cannot be created before it does). On any failure, or when ctx
+// ends first, it stops whatever it started and says which component failed, with the end of its
+// log.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if missing := MissingBinaries(opts.BinDir); len(missing) > 0 {
+		return nil, fmt.Errorf("%s not found in %s; run `make tools` to build them from Go modules",
+			strings.Join(missing, ", "), opts.BinDir)
+	}
+	if opts.Nodes <= 0 {
+		opts.Nodes = 1
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 3 * time.Minute
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.BinDir, err = filepath.Abs(opts.BinDir); err != nil {
+		return nil, err
+	}
+	if running := Running(dir); len(running) > 0 {
+		return nil, fmt.Errorf("a cluster from %s is still running (%s); stop it first (make cluster-down)",
+			dir, strings.Join(running, ", "))
+	}
+	for _, old := range []string{"pki", "etcd", "pids", "kwok"} {
+		if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
+			return nil, err
+		}
+	}
+	for _, sub := range []string{"logs", "pids", "kwok"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+
+	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), binDir: opts.BinDir, detached: opts.Detach, ports: map[string]int{}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.stopProcesses())
+			c = nil
+		}
+	}()
+	for _, name := range []string{"etcd-client", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		if c.ports[name], err = freePort(); err != nil {
+			return c, err
+		}
+	}
+
+	p, err := newPKI(filepath.Join(dir, "pki"))
+	if err != nil {
+		return c, err
+	}
+	serviceIP := net.IPv4(10, 96, 0, 1)
+	if _, err = p.serving("apiserver", serviceIP); err != nil {
+		return c, err
+	}
+	if err = p.serviceAccountKeys(); err != nil {
+		return c, err
+	}
+	host := "https://127.0.0.1:" + strconv.Itoa(c.ports["kube-apiserver"])
+	identities := []struct{ file, user, group string }{
+		{"kubeconfig", "kubernetes-admin", "system:masters"},
+		{"kube-controller-manager.kubeconfig", "system:kube-controller-manager", ""},
+		{"kube-scheduler.kubeconfig", "system:kube-scheduler", ""},
+	}
+	for _, id := range identities {
+		var groups []string
+		if id.group != "" {
+			groups = []string{id.group}
+		}
+		kp, err := p.client(strings.TrimSuffix(id.file, ".kubeconfig"), id.user, groups...)
+		if err != nil {
+			return c, err
+		}
+		if err := writeKubeconfig(filepath.Join(dir, id.file), host, p.caPEM, kp); err != nil {
+			return c, err
+		}
+		if id.file == "kubeconfig" {
+			c.Config = &rest.Config{
+				Host:            host,
+				TLSClientConfig: rest.TLSClientConfig{CAData: p.caPEM, CertData: kp.cert, KeyData: kp.key},
+				QPS:             100,
+				Burst:           200,
+			}
+		}
+	}
+
+	if err = c.startEtcd(ctx); err != nil {
+		return c, err
+	}
+	if err = c.startAPIServer(ctx, p); err != nil {
+		return c, err
+	}
+	if err = c.startControllers(p); err != nil {
+		return c, err
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return c, err
+	}
+	if c.Nodes, err = createNodes(ctx, cs, opts.Nodes); err != nil {
+		return c, err
+	}
+	for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
+		if err = c.waitHealthy(ctx, name); err != nil {
+			return c, err
+		}
+	}
+	if err = c.poll(ctx, "every Node Ready", func() error { return nodesReady(ctx, cs, c.Nodes) }); err != nil {
+		return c, err
+	}
+	if err = c.poll(ctx, "ServiceAccount default/default", func() error {
+		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Stop stops every component, clients of the API server first, and waits until each has exited.
+// It is safe to call on a nil Cluster and more than once.
+func (c *Cluster) Stop() error {
+	if c == nil {
+		return nil
+	}
+	return c.stopProcesses()
+}
+
+// PIDs are the process ids of the components, by name.
+func (c *Cluster) PIDs() map[string]int {
+	out := map[string]int{}
+	for _, p := range c.procs {
+		out[p.name] = p.cmd.Process.Pid
+	}
+	return out
+}
+
+func (c *Cluster) startEtcd(ctx context.Context) error {
+	client := "http://127.0.0.1:" + strconv.Itoa(c.ports["etcd-client"])
+	peer := "http://127.0.0.1:" + strconv.Itoa(c.ports["etcd-peer"])
+	err := c.spawn("etcd", c.bin("etcd"), []string{
+		"--name=local",
+		"--data-dir=" + filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=local=" + peer,
+		// Nothing here needs to survive a power cut, and fsync is most of etcd's latency.
+		"--unsafe-no-fsync",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	return c.poll(ctx, "etcd healthy", func() error { return httpOK(ctx, client+"/health", nil) })
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
+	err := c.spawn("kube-apiserver", c.bin("kube-apiserver"), []string{
+		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(c.ports["etcd-client"]),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		// The reconciler would publish the advertise address as the endpoint of Service
+		// default/kubernetes, and endpoints may not be loopback; no Pod here runs a real client.
+		"--endpoint-reconciler-type=none",
+		"--secure-port=" + strconv.Itoa(c.ports["kube-apiserver"]),
+		"--cert-dir=" + p.dir,
+		"--tls-cert-file=" + p.path("apiserver.crt"),
+		"--tls-private-key-file=" + p.path("apiserver.key"),
+		"--client-ca-file=" + p.path("ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.path("sa.pub"),
+		"--service-account-signing-key-file=" + p.path("sa.key"),
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--authorization-mode=Node,RBAC",
+		"--allow-privileged=true",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	return c.poll(ctx, "kube-apiserver ready", func() error {
+		return httpOK(ctx, c.Config.Host+"/readyz", c.Config)
+	})
+}
+
+func (c *Cluster) startControllers(p *pki) error {
+	kcm := filepath.Join(c.Dir, "kube-controller-manager.kubeconfig")
+	err := c.spawn("kube-controller-manager", c.bin("kube-controller-manager"), []string{
+		"--kubeconfig=" + kcm,
+		"--authentication-kubeconfig=" + kcm,
+		"--authorization-kubeconfig=" + kcm,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.ports["kube-controller-manager"]),
+		"--cert-dir=" + filepath.Join(c.Dir, "pki", "kube-controller-manager"),
+		"--leader-elect=false",
+		// Every controller that is on by default: deployment, replicaset, endpointslice,
+		// garbage collector, namespace, serviceaccount and its tokens, node lifecycle, ...
+		"--controllers=*",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + p.path("sa.key"),
+		"--root-ca-file=" + p.path("ca.crt"),
+		"--cluster-signing-cert-file=" + p.path("ca.crt"),
+		"--cluster-signing-key-file=" + p.path("ca.key"),
+		"--service-cluster-ip-range=" + serviceCIDR,
+	}, nil)
+	if err != nil {
+		return err
+	}
+	sched := filepath.Join(c.Dir, "kube-scheduler.kubeconfig")
+	err = c.spawn("kube-scheduler", c.bin("kube-scheduler"), []string{
+		"--kubeconfig=" + sched,
+		"--authentication-kubeconfig=" + sched,
+		"--authorization-kubeconfig=" + sched,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.ports["kube-scheduler"]),
+		"--leader-elect=false",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	stages, err := filepath.Glob(filepath.Join(c.binDir, KwokStagesDir, "*.yaml"))
+	if err != nil || len(stages) == 0 {
+		return fmt.Errorf("no kwok stages in %s; run `make tools`", filepath.Join(c.binDir, KwokStagesDir))
+	}
+	return c.spawn("kwok", c.bin("kwok"), []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--config=" + strings.Join(stages, ","),
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + nodeAnnotation + "=fake",
+		"--cidr=" + podCIDR,
+		"--node-ip=127.0.0.1",
+		"--node-lease-duration-seconds=40",
+	}, []string{
+		// kwok reads ~/.kwok/kwok.yaml when it exists; keep a user's kwok setup out of this one.
+		"KWOK_WORKDIR=" + filepath.Join(c.Dir, "kwok"),
+	})
+}
+
+// waitHealthy waits for a component's /healthz on its secure port (open to anyone by default).
+func (c *Cluster) waitHealthy(ctx context.Context, name string) error {
+	url := "https://127.0.0.1:" + strconv.Itoa(c.ports[name]) + "/healthz"
+	return c.poll(ctx, name+" healthy", func() error { return httpOK(ctx, url, nil) })
+}
+
+// poll calls cond every 100 ms until it returns nil, a component exits, or ctx ends.
+func (c *Cluster) poll(ctx context.Context, what string, cond func() error) error {
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if exited := c.exited(); exited != nil {
+			return fmt.Errorf("waiting for %s: %w", what, exited)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v); logs are in %s", what, ctx.Err(), err, filepath.Join(c.Dir, "logs"))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// bin is the path of one of the Binaries.
+func (c *Cluster) bin(name string) string { return filepath.Join(c.binDir, name) }
+
+func writeKubeconfig(path, host string, ca []byte, kp keyPair) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: ca}
+	cfg.AuthInfos["local"] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.cert, ClientKeyData: kp.key}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "local"}
+	cfg.CurrentContext = "local"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// freePort is a loopback port nobody listens on at the moment.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
