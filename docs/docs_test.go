@@ -29,8 +29,11 @@ var notRun = map[string]string{
 	"helm install sandbox-gitops charts/sandbox-gitops -n sandbox-gitops-system --create-namespace": "it needs a cluster; charts' tests render and lint the chart with the helm `make tools` builds",
 	"kubectl label namespace sandbox-gitops-system pod-security.kubernetes.io/enforce=restricted":   "it needs a cluster with the release installed",
 	"make cluster": "it starts a cluster; internal/cluster's TestCluster starts the same one in-process",
-	"export KUBECONFIG=$PWD/.cluster/kubeconfig": "it only names the cluster's kubeconfig for the commands a user runs next",
-	"make cluster-down":                          "it stops the cluster that make cluster started; TestCluster checks the stop",
+	"export KUBECONFIG=$PWD/.cluster/kubeconfig":                             "it only names the cluster's kubeconfig for the commands a user runs next",
+	"kubectl apply --server-side -f dist/install.yaml":                       "it needs a cluster; hack/dist's TestRelease checks what install.yaml holds",
+	"kubectl get pods -n sandbox-gitops-system":                              "it needs a cluster with the release installed",
+	"kubectl logs -n sandbox-gitops-system deploy/sandbox-gitops-controller": "it needs a cluster with the release installed",
+	"make cluster-down": "it stops the cluster that make cluster started; TestCluster checks the stop",
 }
 
 var (
