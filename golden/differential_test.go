@@ -237,7 +237,7 @@ spec:
   policies:
     networkPolicy:
       routers:
-      - namespace: agent-sandbox-system
+      - namespace: sandbox-router
         podLabels: {app: sandbox-router}
       dns: cluster-dns
       clusterDNS: {namespace: kube-system, podLabels: {k8s-app: kube-dns}}

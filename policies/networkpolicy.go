@@ -38,8 +38,9 @@ type PeerSelector struct {
 // NetworkPolicyDefaults are the knobs of the secure-default NetworkPolicy. The zero value is
 // upstream's policy exactly.
 type NetworkPolicyDefaults struct {
-	// Routers may open connections to sandboxes. Empty means upstream's single router peer:
-	// namespace agent-sandbox-system, pods labelled app: sandbox-router.
+	// Routers may open connections to sandboxes. Empty means the router of bases/router:
+	// namespace sandbox-router, pods labelled app: sandbox-router. (Upstream's peer is the
+	// namespace agent-sandbox-system, which nothing of ours creates; set it here to keep it.)
 	Routers []PeerSelector `json:"routers,omitempty"`
 	// DNS is the DNS mode; empty means public-resolvers.
 	DNS DNSMode `json:"dns,omitempty"`
@@ -52,9 +53,10 @@ type NetworkPolicyDefaults struct {
 	ExtraEgressExceptions []string `json:"extraEgressExceptions,omitempty"`
 }
 
-// Upstream's hard-coded values.
+// Upstream's hard-coded values, but for the router's namespace.
 var (
-	defaultRouter     = PeerSelector{Namespace: "agent-sandbox-system", PodLabels: map[string]string{"app": "sandbox-router"}}
+	// defaultRouter is bases/router's namespace and label, not upstream's agent-sandbox-system.
+	defaultRouter     = PeerSelector{Namespace: "sandbox-router", PodLabels: map[string]string{"app": "sandbox-router"}}
 	defaultClusterDNS = PeerSelector{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}}
 	ipv4Except        = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"}
 	ipv6Except        = []string{"fc00::/7", "fe80::/10"}

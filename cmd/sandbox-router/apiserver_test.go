@@ -50,7 +50,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // routerUser is the identity the router runs as in the cluster (bases/router's ServiceAccount).
-const routerUser = "system:serviceaccount:agent-sandbox-system:sandbox-router"
+const routerUser = "system:serviceaccount:sandbox-router:sandbox-router"
 
 // TestAgainstAPIServer runs the router's API-server suites on one real kube-apiserver and etcd
 // (envtest, with its RBAC authorizer and ServiceAccount token signing): the manifests of
@@ -67,7 +67,7 @@ func TestAgainstAPIServer(t *testing.T) {
 	t.Run("base", func(t *testing.T) { testBase(t, ctx, admin) })
 	// The router's own identity, authenticated by a client certificate, with exactly the
 	// permissions bases/router (and its authz component) bind to its ServiceAccount.
-	ru, err := env.AddUser(envtest.User{Name: routerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:agent-sandbox-system"}}, env.Config)
+	ru, err := env.AddUser(envtest.User{Name: routerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:sandbox-router"}}, env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +124,10 @@ func kustomizeBuild(t *testing.T, dir string) []byte {
 }
 
 // testBase: `kustomize build bases/router` (and with the authz component) equals its golden and
-// applies on the API server with a server-side dry run; the RBAC objects are then applied for
-// real, as the router identity below depends on them.
+// applies on the API server with a server-side dry run into the namespace it creates; the
+// Namespace, ServiceAccount and RBAC objects are applied for real, as the router identity below
+// depends on them.
 func testBase(t *testing.T, ctx context.Context, c client.Client) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-sandbox-system"}}
-	if err := c.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
 	for _, g := range []struct{ name, dir string }{
 		{"bases-router.yaml", filepath.Join(testenv.RepoRoot(), "bases", "router")},
 		{"with-authz.yaml", filepath.Join("testdata", "with-authz")},
@@ -158,8 +155,10 @@ func testBase(t *testing.T, ctx context.Context, c client.Client) {
 			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.DryRunAll, client.FieldOwner("router-test"), client.ForceOwnership); err != nil {
 				t.Errorf("%s: server-side dry run of %s %s: %v", name, o.GetKind(), o.GetName(), err)
 			}
+			// The base creates its own namespace: applied for real, as everything after it
+			// (dry-run or not) needs it.
 			if name == "with-authz.yaml" && o.GetAPIVersion() == "rbac.authorization.k8s.io/v1" ||
-				o.GetKind() == "ServiceAccount" {
+				o.GetKind() == "ServiceAccount" || o.GetKind() == "Namespace" {
 				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("router-test"), client.ForceOwnership); err != nil {
 					t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
 				}
@@ -169,7 +168,7 @@ func testBase(t *testing.T, ctx context.Context, c client.Client) {
 	// The secure-default NetworkPolicy's router peer selects the namespace by its
 	// kubernetes.io/metadata.name label: the API server must have set it.
 	var got corev1.Namespace
-	if err := c.Get(ctx, client.ObjectKey{Name: "agent-sandbox-system"}, &got); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: "sandbox-router"}, &got); err != nil {
 		t.Fatal(err)
 	}
 	checkPeerSelects(t, got.Labels, routerPodLabels(t, kustomizeBuild(t, filepath.Join(testenv.RepoRoot(), "bases", "router"))))

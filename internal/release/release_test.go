@@ -59,7 +59,7 @@ func TestManifests(t *testing.T) {
 	}
 	want := map[string][]string{
 		"install.yaml":    {"kind: CustomResourceDefinition", "kind: Namespace", "name: sandbox-gitops-controller", "kind: Secret", "kind: Service", "kind: ClusterRole"},
-		"router.yaml":     {"name: sandbox-router", "namespace: agent-sandbox-system"},
+		"router.yaml":     {"name: sandbox-router", "namespace: sandbox-router"},
 		"argocd-cmp.yaml": {"name: sandbox-render-plugin", "plugin.yaml: |", "name: argocd-repo-server"},
 	}
 	for file, needles := range want {
@@ -76,6 +76,30 @@ func TestManifests(t *testing.T) {
 		for _, r := range refs {
 			if !strings.HasPrefix(r[1], "registry.example/x/sandbox-") || !strings.HasSuffix(r[1], ":v0.1.0@"+d) {
 				t.Errorf("%s: image %s is not pinned to the release", file, r[1])
+			}
+		}
+	}
+	// kubectl applies a file in order: every Namespace before anything in it, the CRDs before
+	// anything but Namespaces.
+	for file, y := range files {
+		seenNamespaces := map[string]bool{}
+		sawOther := false
+		for i, doc := range strings.Split(string(y), "\n---\n") {
+			kind := regexp.MustCompile(`(?m)^kind: (\S+)$`).FindStringSubmatch(doc)
+			if kind == nil {
+				continue
+			}
+			name := regexp.MustCompile(`(?m)^  name: (\S+)$`).FindStringSubmatch(doc)
+			ns := regexp.MustCompile(`(?m)^  namespace: (\S+)$`).FindStringSubmatch(doc)
+			switch {
+			case kind[1] == "Namespace" && name != nil:
+				seenNamespaces[name[1]] = true
+			case kind[1] == "CustomResourceDefinition" && sawOther:
+				t.Errorf("%s: document %d, CRD %v, comes after other kinds", file, i, name)
+			}
+			sawOther = sawOther || (kind[1] != "CustomResourceDefinition" && kind[1] != "Namespace")
+			if ns != nil && strings.Contains(string(y), "kind: Namespace\nmetadata:\n") && !seenNamespaces[ns[1]] {
+				t.Errorf("%s: document %d, %s %v, comes before its Namespace %s", file, i, kind[1], name, ns[1])
 			}
 		}
 	}
