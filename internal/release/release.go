@@ -142,6 +142,10 @@ func Manifests(root, version string, images []Image) (map[string][]byte, error) 
 		opts := krusty.MakeDefaultOptions()
 		// The overlay lives in a temporary directory and names the trees in the repository.
 		opts.LoadRestrictions = types.LoadRestrictionsNone
+		// The order `kustomize build` gives by default (Namespaces, CRDs, ServiceAccounts and
+		// RBAC before the workloads), not file order: kubectl applies a file in its order, and a
+		// namespaced object before its Namespace fails.
+		opts.Reorder = krusty.ReorderOptionLegacy
 		m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
 		if err != nil {
 			return nil, fmt.Errorf("building %s for %s: %w", a.Dir, a.File, err)
