@@ -59,6 +59,9 @@ func TestV1alpha1SeedsThroughTheAPIServer(t *testing.T) {
 				for _, p := range missing(canonical(t, sent).Object, alpha.Object, "") {
 					t.Errorf("read as v1alpha1, %s", p)
 				}
+				for _, p := range emptyExtras(sent.Object["spec"], alpha.Object["spec"], ".spec") {
+					t.Errorf("read as v1alpha1, %s", p)
+				}
 				if a := alpha.GetAnnotations(); a[convert.V1alpha1Annotation] != "" || a[convert.V1beta1Annotation] != "" {
 					t.Errorf("read as v1alpha1 it shows the conversion's bookkeeping: %v", a)
 				}
@@ -263,6 +266,31 @@ func canonical(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstruc
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: m}
+}
+
+// emptyExtras lists the empty objects in got where want has nothing: what a conversion adds by
+// marshalling a zero struct (additionalPodMetadata: {}), which the sender never wrote and a
+// GitOps diff would show.
+func emptyExtras(want, got any, path string) []string {
+	g, ok := got.(map[string]any)
+	if !ok {
+		return nil
+	}
+	w, _ := want.(map[string]any)
+	var out []string
+	for k, v := range g {
+		// podTemplate.metadata is marshalled as upstream's types marshal it, {} when empty:
+		// upstream's pod-template hash is computed over that JSON, and ours must equal it.
+		if path+"."+k == ".spec.podTemplate.metadata" {
+			continue
+		}
+		if m, isMap := v.(map[string]any); isMap && len(m) == 0 && w[k] == nil {
+			out = append(out, fmt.Sprintf("%s.%s: {}, which was not sent", path, k))
+			continue
+		}
+		out = append(out, emptyExtras(w[k], v, path+"."+k)...)
+	}
+	return out
 }
 
 // missing lists every value of want that got lacks or holds differently; got may hold more

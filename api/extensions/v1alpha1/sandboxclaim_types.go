@@ -81,8 +81,10 @@ type SandboxClaimSpec struct {
 	// +optional
 	// +kubebuilder:default=default
 	WarmPool *WarmPoolPolicy `json:"warmpool,omitempty"`
+	// Left out when empty (omitzero), so that a claim read back through the conversion webhook
+	// is what was written, with no additionalPodMetadata: {} for a GitOps diff to show.
 	// +optional
-	AdditionalPodMetadata agentsv1alpha1.PodMetadata `json:"additionalPodMetadata,omitempty"`
+	AdditionalPodMetadata agentsv1alpha1.PodMetadata `json:"additionalPodMetadata,omitempty,omitzero"`
 	// +listType=atomic
 	// +optional
 	Env []EnvVar `json:"env,omitempty"`

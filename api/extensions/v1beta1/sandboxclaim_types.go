@@ -83,8 +83,10 @@ type SandboxClaimSpec struct {
 	// +optional
 	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
 
+	// Left out when empty (omitzero), so that a claim read back through the conversion webhook
+	// is what was written, with no additionalPodMetadata: {} for a GitOps diff to show.
 	// +optional
-	AdditionalPodMetadata agentsv1beta1.PodMetadata `json:"additionalPodMetadata,omitempty"`
+	AdditionalPodMetadata agentsv1beta1.PodMetadata `json:"additionalPodMetadata,omitempty,omitzero"`
 
 	// +listType=atomic
 	// +optional
