@@ -270,6 +270,11 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
+		// Webhooks and aggregated APIs are called at an endpoint of their Service, as a
+		// cluster's DNS and kube-proxy would route them, rather than at its cluster IP, which
+		// nothing here routes (there is no kube-proxy). A process on this machine can then serve
+		// a Service's webhook through an EndpointSlice naming the machine's address (e2e).
+		"--enable-aggregator-routing=true",
 	}, nil)
 	if err != nil {
 		return err
