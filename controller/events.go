@@ -17,7 +17,7 @@ type eventSink struct {
 	recorder events.EventRecorder
 }
 
-// NewEventSink wraps an events.k8s.io recorder (manager.GetEventRecorder).
+// newEventSink wraps an events.k8s.io recorder (manager.GetEventRecorder).
 func newEventSink(r events.EventRecorder) *eventSink { return &eventSink{recorder: r} }
 
 func (e *eventSink) applied(obj runtime.Object, done []done) {

@@ -87,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	fs.Usage = func() {}
 	config.RegisterFlags(fs)
 	fs.BoolVar(&f.version, "version", false, "print the version and commit this binary was built from, and exit")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "address the Prometheus metrics endpoint binds to, e.g. :8080 as config/manager sets it; 0 (the default, as kubebuilder scaffolds it) disables it, so a workstation run takes no port another program (the router's :8080) wants")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to; 0 disables them")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address Go's /debug/pprof profiles bind to, for diagnosing memory and CPU; 0 (the default) disables them")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader (a Lease) so only one replica reconciles at a time")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,5 +103,23 @@ func TestLinksOnlyWhatItRuns(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string(nil), linked); diff != "" {
 		t.Errorf("sandbox-controller links packages it does not run (-want +got); see `go mod why -m` or `go list -deps`:\n%s", diff)
+	}
+}
+
+// TestDefaultPortsLeaveTheRouterPort: run on a workstation with no flags, the controller
+// binds no port the README's router command uses (--listen 127.0.0.1:8080, metrics :9090);
+// metrics are off by default, as kubebuilder scaffolds them, and config/manager turns them on.
+func TestDefaultPortsLeaveTheRouterPort(t *testing.T) {
+	f, _, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.metricsAddr != "0" {
+		t.Errorf("--metrics-bind-address defaults to %q, want 0 (off)", f.metricsAddr)
+	}
+	for _, addr := range []string{f.metricsAddr, f.probeAddr, f.pprofAddr} {
+		if strings.HasSuffix(addr, ":8080") || strings.HasSuffix(addr, ":9090") {
+			t.Errorf("a default address %q takes one of the router's ports", addr)
+		}
 	}
 }

@@ -202,6 +202,10 @@ func restConfig(path string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		// client-go's own message suggests KUBERNETES_MASTER, which nothing here reads.
+		return nil, errors.New("no API server to talk to: not running in a cluster, and no kubeconfig found ($KUBECONFIG is unset and ~/.kube/config does not exist); pass --kubeconfig FILE")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("loading the API server configuration: %w", err)
 	}

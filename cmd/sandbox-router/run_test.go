@@ -46,3 +46,19 @@ func TestUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestNoKubeconfig: outside a cluster with no kubeconfig anywhere, the router says what to pass
+// (--kubeconfig), not client-go's KUBERNETES_MASTER, and exits 1 before listening.
+func TestNoKubeconfig(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--listen", "127.0.0.1:0"}, &stdout, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1\nstderr: %s", code, stderr.String())
+	}
+	if got := stderr.String(); !strings.Contains(got, "pass --kubeconfig FILE") || strings.Contains(got, "KUBERNETES_MASTER") {
+		t.Errorf("stderr = %q, want the --kubeconfig hint and no KUBERNETES_MASTER", got)
+	}
+}
