@@ -72,9 +72,9 @@ func testInstall(t *testing.T, ctx context.Context, admin *rest.Config, r *relea
 
 	step("server-side apply install.yaml and router.yaml: no warnings")
 	k.apply(t, ctx, "install.yaml", installManager, r.install)
-	eventually(t, timeout, "every CRD established", func() error { return crdsEstablished(ctx, k, r.install) })
+	testenv.Eventually(t, timeout, "every CRD established", func() error { return crdsEstablished(ctx, k, r.install) })
 	k.apply(t, ctx, "router.yaml", installManager, r.router)
-	eventually(t, timeout, "the router's Deployment available", func() error {
+	testenv.Eventually(t, timeout, "the router's Deployment available", func() error {
 		return k.deploymentAvailable(ctx, routerNamespace, routerName)
 	})
 	env.installed(t, ctx, k, r)
@@ -83,7 +83,7 @@ func testInstall(t *testing.T, ctx context.Context, admin *rest.Config, r *relea
 	env.start(t, ctx, k)
 
 	step("the webhook's CA is every CRD's caBundle")
-	eventually(t, timeout, "caBundle set", func() error { return caBundlesSet(ctx, k, r.install) })
+	testenv.Eventually(t, timeout, "caBundle set", func() error { return caBundlesSet(ctx, k, r.install) })
 
 	step("apply docs/example: every claim Ready, the pool full")
 	example := readExample(t)
@@ -97,7 +97,7 @@ func testInstall(t *testing.T, ctx context.Context, admin *rest.Config, r *relea
 			claims = append(claims, o.GetName())
 		}
 	}
-	eventually(t, timeout, "docs/example converged", func() error {
+	testenv.Eventually(t, timeout, "docs/example converged", func() error {
 		return errors.Join(claimsReady(ctx, k, claims), poolFull(ctx, k, "python"))
 	})
 
@@ -115,10 +115,10 @@ func testInstall(t *testing.T, ctx context.Context, admin *rest.Config, r *relea
 	env.stop(t, ctx, k)
 	k.deleteAll(t, ctx, r.router)
 	k.deleteAll(t, ctx, r.install)
-	eventually(t, timeout, "every object of the release gone", func() error {
+	testenv.Eventually(t, timeout, "every object of the release gone", func() error {
 		return k.gone(ctx, append(slices.Clone(r.install), r.router...))
 	})
-	eventually(t, timeout, "nothing of ours left", func() error { return leftovers(ctx, k) })
+	testenv.Eventually(t, timeout, "nothing of ours left", func() error { return leftovers(ctx, k) })
 	step("done")
 }
 
@@ -172,15 +172,28 @@ func readExample(t *testing.T) []*unstructured.Unstructured {
 	return out
 }
 
-func crdsEstablished(ctx context.Context, k *kube, install []*unstructured.Unstructured) error {
+// installedCRDs are the CRDs of install.yaml as the cluster has them now.
+func installedCRDs(ctx context.Context, k *kube, install []*unstructured.Unstructured) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, o := range install {
 		if o.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := k.c.Get(ctx, client.ObjectKey{Name: o.GetName()}, crd); err != nil {
-			return err
+			return nil, err
 		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+func crdsEstablished(ctx context.Context, k *kube, install []*unstructured.Unstructured) error {
+	crds, err := installedCRDs(ctx, k, install)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
 		established := false
 		for _, c := range crd.Status.Conditions {
 			established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
@@ -203,15 +216,12 @@ func caBundlesSet(ctx context.Context, k *kube, install []*unstructured.Unstruct
 	if len(ca) == 0 {
 		return fmt.Errorf("Secret %s/%s has no %s yet", secret.Namespace, secret.Name, certs.CABundleKey)
 	}
+	crds, err := installedCRDs(ctx, k, install)
+	if err != nil {
+		return err
+	}
 	n := 0
-	for _, o := range install {
-		if o.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := k.c.Get(ctx, client.ObjectKey{Name: o.GetName()}, crd); err != nil {
-			return err
-		}
+	for _, crd := range crds {
 		conv := crd.Spec.Conversion
 		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter {
 			continue
@@ -281,7 +291,7 @@ func checkV1alpha1RoundTrip(t *testing.T, ctx context.Context, k *kube) {
 	if beta.Spec.WarmPoolRef.Name != "python" {
 		t.Errorf("v1beta1 warmPoolRef.name = %q, want python", beta.Spec.WarmPoolRef.Name)
 	}
-	eventually(t, timeout, "the v1alpha1 claim Ready", func() error { return claimsReady(ctx, k, []string{"carol"}) })
+	testenv.Eventually(t, timeout, "the v1alpha1 claim Ready", func() error { return claimsReady(ctx, k, []string{"carol"}) })
 	got, err := ri.Get(ctx, "carol", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("reading the claim back as v1alpha1: %v", err)
@@ -314,7 +324,7 @@ func restartMidway(t *testing.T, ctx context.Context, k *kube, env environment, 
 		before = append(before, fmt.Sprintf("burst-%d", i))
 		create(before[i])
 	}
-	eventually(t, timeout, "some burst claim Ready", func() error {
+	testenv.Eventually(t, timeout, "some burst claim Ready", func() error {
 		for _, name := range before {
 			if claimsReady(ctx, k, []string{name}) == nil {
 				return nil
@@ -330,7 +340,7 @@ func restartMidway(t *testing.T, ctx context.Context, k *kube, env environment, 
 		create(fmt.Sprintf("while-down-%d", i))
 	}
 	env.start(t, ctx, k)
-	eventually(t, timeout, "every claim Ready and the pool full after the restart", func() error {
+	testenv.Eventually(t, timeout, "every claim Ready and the pool full after the restart", func() error {
 		return errors.Join(claimsReady(ctx, k, claims), poolFull(ctx, k, "python"), noDuplicates(ctx, k, claims, 2))
 	})
 	return claims
@@ -437,7 +447,7 @@ func checkForegroundDelete(t *testing.T, ctx context.Context, k *kube, name stri
 		t.Fatal(err)
 	}
 	all := append([]client.Object{claim, sb}, dependents...)
-	eventually(t, timeout, "the claim, its Sandbox and the Sandbox's children gone", func() error {
+	testenv.Eventually(t, timeout, "the claim, its Sandbox and the Sandbox's children gone", func() error {
 		var left []string
 		for _, o := range all {
 			err := k.c.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
+	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/webhook"
 )
 
@@ -120,7 +121,7 @@ func (inCluster) installed(t *testing.T, ctx context.Context, k *kube, r *releas
 
 func (inCluster) start(t *testing.T, ctx context.Context, k *kube) {
 	t.Helper()
-	eventually(t, 3*time.Minute, "the controller's Deployment available", func() error {
+	testenv.Eventually(t, 3*time.Minute, "the controller's Deployment available", func() error {
 		return k.deploymentAvailable(ctx, webhook.DefaultNamespace, controllerName)
 	})
 }
@@ -131,7 +132,7 @@ func (inCluster) kill(t *testing.T, ctx context.Context, k *kube) {
 	t.Helper()
 	ns := webhook.DefaultNamespace
 	var leader string
-	eventually(t, timeout, "a leader", func() error {
+	testenv.Eventually(t, timeout, "a leader", func() error {
 		lease, err := k.cs.CoordinationV1().Leases(ns).Get(ctx, controllerName, metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -173,23 +172,6 @@ func (k *kube) gone(ctx context.Context, objs []*unstructured.Unstructured) erro
 		return fmt.Errorf("still there: %s", strings.Join(left, ", "))
 	}
 	return nil
-}
-
-// eventually polls cond every 200 ms until it returns nil, failing the test with cond's last
-// error after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %v: %v", what, timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // deploymentAvailable is nil once every replica of the Deployment is updated and available.

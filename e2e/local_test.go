@@ -70,14 +70,14 @@ type localController struct {
 func (l *localController) installed(t *testing.T, ctx context.Context, k *kube, r *release) {
 	t.Helper()
 	ns := webhook.DefaultNamespace
-	eventually(t, timeout, "the controller's Deployment available on the fake nodes", func() error {
+	testenv.Eventually(t, timeout, "the controller's Deployment available on the fake nodes", func() error {
 		return k.deploymentAvailable(ctx, ns, controllerName)
 	})
 	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: controllerName, Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: 0}}
 	if _, err := k.cs.AppsV1().Deployments(ns).UpdateScale(ctx, controllerName, scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, timeout, "the Deployment's Pods gone", func() error {
+	testenv.Eventually(t, timeout, "the Deployment's Pods gone", func() error {
 		pods, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ func (l *localController) start(t *testing.T, ctx context.Context, k *kube) {
 	exited := make(chan error, 1)
 	l.exited = exited
 	go func() { exited <- l.cmd.Wait() }()
-	eventually(t, timeout, "the controller ready", func() error {
+	testenv.Eventually(t, timeout, "the controller ready", func() error {
 		select {
 		case err := <-exited:
 			l.exited = nil
