@@ -247,3 +247,34 @@ func readyz(addr string) error {
 	}
 	return nil
 }
+
+// TestRunWithoutCRDs: on a real API server without the CRDs the controller exits 1 at once with
+// one line that says to install them, naming the command, instead of a manager error.
+func TestRunWithoutCRDs(t *testing.T) {
+	testenv.Tool(t, "kube-apiserver")
+	testenv.Tool(t, "etcd")
+	env, err := testenv.NewEnvironment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.CRDs = nil
+	env.StartForTest(t)
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--kubeconfig", path, "--health-probe-bind-address", "0"}, &stdout, &stderr)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	checkExitLine(t, stderr.String(), "does not serve agents.x-k8s.io/v1beta1", "CRDs are not installed", "install.yaml", "config/default")
+}

@@ -246,10 +246,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
 	restConfig.UserAgent = "sandbox-gitops-controller"
+	if err := preflight(restConfig); err != nil {
+		fmt.Fprintf(stderr, "sandbox-controller: %v\n", err)
+		return 1
+	}
 	webhookServer, rotator, err := f.webhook.server(restConfig)
 	if err != nil {
-		log.Error(err, "setting up the conversion webhook")
-		return 1
+		return fail(stderr, "setting up the conversion webhook", err)
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme(),
@@ -267,29 +270,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		WebhookServer:                 webhookServer,
 	})
 	if err != nil {
-		log.Error(err, "creating the manager")
-		return 1
+		return fail(stderr, "creating the manager", err)
 	}
 	if err := controller.Setup(ctx, mgr, *opts); err != nil {
-		log.Error(err, "setting up the controllers")
-		return 1
+		return fail(stderr, "setting up the controllers", err)
 	}
 	if err := f.webhook.setup(mgr, rotator); err != nil {
-		log.Error(err, "setting up the conversion webhook")
-		return 1
+		return fail(stderr, "setting up the conversion webhook", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "adding the health check")
-		return 1
+		return fail(stderr, "adding the health check", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "adding the readiness check")
-		return 1
+		return fail(stderr, "adding the readiness check", err)
 	}
 	log.Info("starting", "fieldManager", controller.FieldManager)
 	if err := mgr.Start(ctx); err != nil {
-		log.Error(err, "running the manager")
-		return 1
+		return fail(stderr, "running the manager", err)
 	}
 	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,5 +122,42 @@ func TestDefaultPortsLeaveTheRouterPort(t *testing.T) {
 		if strings.HasSuffix(addr, ":8080") || strings.HasSuffix(addr, ":9090") {
 			t.Errorf("a default address %q takes one of the router's ports", addr)
 		}
+	}
+}
+
+// TestUnreachableAPIServer: a kubeconfig naming a server that is not there ends the start in
+// one line, with no stack trace, naming the server and what to check.
+func TestUnreachableAPIServer(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	_ = lis.Close() // nothing listens there now
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://" + addr + "', insecure-skip-tls-verify: true}}]\n" +
+		"users: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--kubeconfig", kubeconfig, "--health-probe-bind-address", "0"}, &stdout, &stderr)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	checkExitLine(t, stderr.String(), "cannot reach the API server at https://"+addr, "check --kubeconfig")
+}
+
+// checkExitLine: a failed start says why in one line, with no stack trace, holding every want.
+func checkExitLine(t *testing.T, stderr string, wants ...string) {
+	t.Helper()
+	got := strings.TrimSpace(stderr)
+	for _, want := range wants {
+		if !strings.Contains(got, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\n") || strings.Contains(got, "stacktrace") {
+		t.Errorf("stderr is not one line:\n%s", got)
 	}
 }
