@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -297,8 +298,8 @@ func checkV1alpha1RoundTrip(t *testing.T, ctx context.Context, k *kube) {
 		t.Fatalf("reading the claim back as v1alpha1: %v", err)
 	}
 	gotSpec, _, _ := unstructured.NestedMap(got.Object, "spec")
-	if fmt.Sprint(gotSpec) != fmt.Sprint(spec) {
-		t.Errorf("v1alpha1 spec after the round trip = %v, want %v", gotSpec, spec)
+	if diff := cmp.Diff(spec, gotSpec); diff != "" {
+		t.Errorf("v1alpha1 spec after the round trip (-sent +read):\n%s", diff)
 	}
 	if conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions"); len(conds) == 0 {
 		t.Error("v1alpha1 status has no conditions")

@@ -237,7 +237,7 @@ spec:
   policies:
     networkPolicy:
       routers:
-      - namespace: sandbox-router
+      - namespace: agent-sandbox-system
         podLabels: {app: sandbox-router}
       dns: cluster-dns
       clusterDNS: {namespace: kube-system, podLabels: {k8s-app: kube-dns}}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
@@ -46,14 +45,10 @@ func preflight(cfg *rest.Config) error {
 }
 
 // isConnectionError: the request never got an HTTP answer (refused, timed out, no such host,
-// a TLS failure).
+// a TLS failure), which client-go reports as a *url.Error.
 func isConnectionError(err error) bool {
 	var ue *url.Error
-	if errors.As(err, &ue) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout")
+	return errors.As(err, &ue)
 }
 
 // fail prints one line a person can act on, with no stack trace, and gives the exit code of a
