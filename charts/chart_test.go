@@ -76,8 +76,8 @@ func TestGeneratedTemplatesUpToDate(t *testing.T) {
 			t.Errorf("%s/%s is not generated from config/ any more; run make chart", GeneratedDir, name)
 		}
 	}
-	if n := len(want); n != 6 {
-		t.Errorf("Generate made %d templates; want 6 (four CRDs, the ClusterRole and the Role)", n)
+	if n := len(want); n != 7 {
+		t.Errorf("Generate made %d templates; want 7 (five CRDs, the ClusterRole and the Role)", n)
 	}
 }
 

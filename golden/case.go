@@ -12,6 +12,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/policies"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // CaseConfig is a case's config.yaml. It is exported so that the controller's preview == reality
@@ -50,6 +51,36 @@ func (c CaseConfig) RenderOptions() render.Options {
 		o.DisableWarmPoolEviction = c.Options.DisableWarmPoolEviction
 	}
 	return o
+}
+
+// FunctionConfig is the case's config as the SandboxRender functionConfig a tree would hold:
+// what the function reads, and, through renderconfig's Copies, what the cluster gets.
+func (c CaseConfig) FunctionConfig() []byte {
+	spec := map[string]any{}
+	if c.ClusterDomain != "" {
+		spec["clusterDomain"] = c.ClusterDomain
+	}
+	if c.Now != nil {
+		spec["now"] = c.Now
+	}
+	if c.KeepSourceVersions {
+		spec["keepSourceVersions"] = true
+	}
+	if o := c.Options; o != nil {
+		spec["policies"] = o.Policies
+		if o.AllowedLabelDomains != nil {
+			spec["allowedLabelDomains"] = o.AllowedLabelDomains
+		}
+		if o.DisableWarmPoolEviction {
+			spec["disableWarmPoolEviction"] = true
+		}
+	}
+	b, err := yaml.Marshal(map[string]any{"apiVersion": renderconfig.APIVersion, "kind": renderconfig.Kind,
+		"metadata": map[string]any{"name": "case"}, "spec": spec})
+	if err != nil {
+		panic(err) // plain values: marshalling cannot fail
+	}
+	return b
 }
 
 // ReadCaseConfig reads dir/config.yaml strictly (an unknown key is an error); a case without one

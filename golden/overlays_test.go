@@ -130,7 +130,8 @@ func TestKustomizeValidatorAndGenerator(t *testing.T) {
 	}
 	generated := runCmd(t, kustomize, "build", "--enable-alpha-plugins", "--enable-exec", filepath.Join("testdata", "kustomize", "as-generator"))
 	objs := objectsOf(t, generated)
-	want := []string{"Pod generated/scratch", "Sandbox generated/scratch"}
+	// The generator writes its config too, for the controller to render the namespace with.
+	want := []string{"Pod generated/scratch", "Sandbox generated/scratch", "SandboxRender generated/generate"}
 	if diff := cmp.Diff(want, objs); diff != "" {
 		t.Errorf("generated objects (-want +got):\n%s", diff)
 	}

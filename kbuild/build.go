@@ -677,17 +677,37 @@ func rewriteExecPath(b []byte, self string) ([]byte, bool, error) {
 	return buf.Bytes(), true, nil
 }
 
-// AgentSandboxObjects counts the agent-sandbox custom resources and the SandboxRender configs in
-// a build's output, for the checks that a build rendered something.
+// AgentSandboxObjects counts the agent-sandbox custom resources and the SandboxRender function
+// configs in a build's output, for the checks that a build rendered something. A config is one
+// that still says how to run the function (config.kubernetes.io/function): a functionConfig
+// listed as a resource. The copies the render writes for the cluster carry no such annotation.
 func (r *Result) AgentSandboxObjects() (crs, configs int) {
 	for _, o := range r.Objects {
 		gvk := o.ID.Gvk
 		switch {
 		case gvk.Kind == krm.Kind && gvk.Group+"/"+gvk.Version == krm.APIVersion:
-			configs++
+			if _, isConfig := o.annotations()[functionAnnotation]; isConfig {
+				configs++
+			}
 		case gvk.Group == "agents.x-k8s.io" || gvk.Group == "extensions.agents.x-k8s.io":
 			crs++
 		}
 	}
 	return crs, configs
+}
+
+// annotations are the object's annotations, whichever form holds it.
+func (o Object) annotations() map[string]string {
+	if o.res != nil {
+		return o.res.GetAnnotations()
+	}
+	md, _ := o.obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	out := make(map[string]string, len(ann))
+	for k, v := range ann {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
 }

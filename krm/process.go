@@ -199,10 +199,19 @@ func process(fc *kyaml.RNode, listed []source, results *framework.Results, encod
 			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(objs))})
 		return unchanged(len(listed)), nil
 	}
-	out := make([]item, 0, len(entries))
+	copies, replaced, err := configCopies(cfg, fc != nil, objs)
+	if err != nil {
+		*results = append(*results, Results(err, objs, fileOf)...)
+		return unchanged(len(listed)), nil
+	}
+	out := make([]item, 0, len(copies)+len(entries))
+	for _, c := range copies {
+		out = append(out, item{src: -1, obj: c})
+	}
 	for _, e := range entries {
 		i := e.Input
 		switch {
+		case i >= 0 && replaced[objs[i]]:
 		case i < 0:
 			out = append(out, item{src: -1, obj: e.Object, text: e.YAML})
 		case converted[i] != nil:

@@ -279,7 +279,7 @@ spec:
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if diff := cmp.Diff([]string{"Pod/generated", "Sandbox/generated"}, kinds(items(t, out))); diff != "" {
+	if diff := cmp.Diff([]string{"SandboxRender/gen", "Pod/generated", "Sandbox/generated"}, kinds(items(t, out))); diff != "" {
 		t.Errorf("items (-want +got):\n%s", diff)
 	}
 }
@@ -335,7 +335,7 @@ func TestNowPreviewsExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if diff := cmp.Diff([]string{"Sandbox/agent"}, kinds(items(t, out))); diff != "" {
+	if diff := cmp.Diff([]string{"SandboxRender/r", "Sandbox/agent"}, kinds(items(t, out))); diff != "" {
 		t.Errorf("items at spec.now (-want +got):\n%s", diff)
 	}
 	for _, want := range []string{"severity: warning", "path: spec.shutdownTime", "2030-01-01T00:00:00Z has passed at the preview"} {

@@ -49,6 +49,10 @@ type SandboxRender struct {
 	Kind       string            `json:"kind"`
 	Metadata   map[string]any    `json:"metadata,omitempty"`
 	Spec       SandboxRenderSpec `json:"spec,omitempty"`
+
+	// written is the spec as the file had it, before defaults: what the copy the render writes
+	// into its output carries (see Copies), so it says what the author wrote and nothing more.
+	written map[string]any `json:"-"`
 }
 
 // SandboxRenderSpec holds the knobs of a render.
@@ -109,6 +113,7 @@ func Parse(data []byte) (*SandboxRender, error) {
 		if err := decodeConfig(m, c); err != nil {
 			return nil, fmt.Errorf("functionConfig: %w", err)
 		}
+		c.written, _ = m["spec"].(map[string]any)
 	}
 	if err := c.Default(); err != nil {
 		return nil, err
@@ -142,11 +147,15 @@ func decodeConfig(m map[string]any, c *SandboxRender) error {
 		}
 		return err
 	}
-	// Strict: a misspelt knob must not be ignored silently. The converter names the field.
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, c, true); err != nil {
-		return err
-	}
-	return nil
+	// Strict: a misspelt knob must not be ignored silently. The converter names the field. It
+	// decodes into the fields JSON has (it cannot skip an unexported one).
+	strict := &struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   map[string]any    `json:"metadata,omitempty"`
+		Spec       SandboxRenderSpec `json:"spec,omitempty"`
+	}{}
+	return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, strict, true)
 }
 
 // typeName says what a user writes for a Go type.
@@ -185,6 +194,13 @@ func (c *SandboxRender) Default() error {
 
 // Validate checks the configuration (kyaml's framework.Validator).
 func (c *SandboxRender) Validate() error {
+	if errs := c.validate(); len(errs) > 0 {
+		return fmt.Errorf("invalid functionConfig %s: %w", Kind, errs.ToAggregate())
+	}
+	return nil
+}
+
+func (c *SandboxRender) validate() field.ErrorList {
 	var errs field.ErrorList
 	if c.APIVersion != APIVersion || c.Kind != Kind {
 		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion+"/"+c.Kind,
@@ -214,10 +230,7 @@ func (c *SandboxRender) Validate() error {
 	if n := c.Spec.MaxPoolMembers; n != nil && *n < 0 {
 		errs = append(errs, field.Invalid(spec.Child("maxPoolMembers"), *n, "must be 0 or more (0 means the default, 20000)"))
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("invalid functionConfig %s: %w", Kind, errs.ToAggregate())
-	}
-	return nil
+	return errs
 }
 
 // Options are the render options the configuration asks for.

@@ -304,7 +304,10 @@ v1beta1, the version the CRDs store and serve without the controller (only the f
 differ change; --keep-source-versions writes them as they are); sandbox-render migrate rewrites such files in place.
 
 A SandboxRender object among the inputs (a directory's render.yaml) is the configuration, as
---config would give it; it and Kustomization files are not written out.
+--config would give it. The output carries a copy of the configuration in each namespace of the
+agent-sandbox objects (without the function-only knobs: mode, keepSources, keepSourceVersions, now,
+resources), so the controller renders them with the options of this preview once it is applied;
+Kustomization files are not written out.
 
 With no argument and a terminal on standard input, renders a bundled example Sandbox (print it with
 --example).
@@ -335,6 +338,22 @@ standard error, and nothing is written unless the whole input renders.` + exitCo
 					}
 				}
 				out = kept
+			}
+			if in.configFrom != "" && *cfg.Spec.KeepSources {
+				// The config travels with the tree (see renderconfig's Copies); its input
+				// object, if it was one, is not written, the copy is.
+				var namespaces []string
+				for _, o := range in.objs {
+					if manifest.IsAgentSandbox(o) {
+						namespaces = append(namespaces, o.GetNamespace())
+					}
+				}
+				out = append(out, cfg.Copies(namespaces)...)
+				keys := make([]manifest.CanonicalKey, len(out))
+				for i, o := range out {
+					keys[i] = manifest.KeyOf(o)
+				}
+				manifest.SortByKeys(out, keys)
 			}
 			b, err := manifest.EncodeKeeping(out, in.text)
 			if err != nil {
