@@ -49,8 +49,8 @@ type ClaimReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Events    *eventSink
-	Render    render.Options
 	Now       func() time.Time
+	configs   *renderConfigs
 	// statusFrom remembers, per claim, the resourceVersion its last status write started from:
 	// a pass that still reads that version from the cache has not seen the write yet, and the
 	// write's own watch event brings the pass that has.
@@ -131,6 +131,11 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, r.cleanUp(ctx, claim, sb, exp.Action, now)
 	}
 
+	// Expiry above is the claim's lifecycle, whatever the config; what it is given is rendered.
+	opts, inForce, err := r.configs.options(ctx, req.Namespace)
+	if err != nil || !inForce {
+		return ctrl.Result{}, err
+	}
 	cp := r.resolve(ctx, claim)
 	var cerr *render.ClaimError
 	launch := ""
@@ -138,7 +143,7 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		sb, cerr, err = r.resync(ctx, claim, sb, cp.Template)
 	} else {
 		var wait time.Duration
-		sb, launch, wait, cerr, err = r.acquire(ctx, claim, cp, now)
+		sb, launch, wait, cerr, err = r.acquire(ctx, claim, cp, now, opts)
 		if wait > 0 {
 			// A member is about to get its pod IP: look again shortly, write nothing yet.
 			return ctrl.Result{RequeueAfter: wait}, nil
@@ -248,8 +253,8 @@ func (r *ClaimReconciler) getCached(ctx context.Context, ns, name string, obj cl
 
 // acquire gives a claim without a Sandbox its Sandbox: a warm member when the claim may have
 // one, else a cold one. A positive wait means a member is about to become adoptable.
-func (r *ClaimReconciler) acquire(ctx context.Context, claim *extv1beta1.SandboxClaim, cp render.ClaimPool, now time.Time) (sb *agentsv1beta1.Sandbox, launch string, wait time.Duration, cerr *render.ClaimError, err error) {
-	cold, cerr := render.ClaimSandbox(claim, cp, r.Render)
+func (r *ClaimReconciler) acquire(ctx context.Context, claim *extv1beta1.SandboxClaim, cp render.ClaimPool, now time.Time, opts render.Options) (sb *agentsv1beta1.Sandbox, launch string, wait time.Duration, cerr *render.ClaimError, err error) {
+	cold, cerr := render.ClaimSandbox(claim, cp, opts)
 	if render.ClaimTriesWarm(claim, cp, cerr) {
 		members := &agentsv1beta1.SandboxList{}
 		if err := r.Client.List(ctx, members, client.InNamespace(claim.Namespace), client.MatchingFields{warmPoolIndex: render.NameHash(cp.Pool.Name)}); err != nil {
@@ -260,7 +265,7 @@ func (r *ClaimReconciler) acquire(ctx context.Context, claim *extv1beta1.Sandbox
 			return nil, "", 0, nil, err
 		}
 		rank := render.ClaimRank(claim, notYetSeen(&r.statusFrom, pointers(claims.Items)))
-		cands := render.ClaimWarmCandidates(claim, cp, notYetSeen(&r.adoptedFrom, pointers(members.Items)), rank, r.Render)
+		cands := render.ClaimWarmCandidates(claim, cp, notYetSeen(&r.adoptedFrom, pointers(members.Items)), rank, opts)
 		for _, c := range cands.Adoptable {
 			adopted, cerr, err := r.adopt(ctx, claim, c, cp)
 			if err != nil || cerr != nil {

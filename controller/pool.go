@@ -29,8 +29,8 @@ type PoolReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Events    *eventSink
-	Render    render.Options
 	Now       func() time.Time
+	configs   *renderConfigs
 	// inFlight remembers members this controller created or deleted that the cache has not
 	// shown yet, so a pass on a lagging cache neither creates a member twice nor over-fills.
 	inFlight expectations
@@ -47,6 +47,10 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if !pool.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	opts, inForce, err := r.configs.options(ctx, req.Namespace)
+	if err != nil || !inForce {
+		return ctrl.Result{}, err
 	}
 	now := r.now()
 
@@ -94,7 +98,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 	}
 
-	plan := render.PlanPool(pool, obs, now, r.Render)
+	plan := render.PlanPool(pool, obs, now, opts)
 
 	var created, deleted []string
 	for _, sb := range plan.Adopt {
@@ -117,7 +121,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		deleted = append(deleted, fmt.Sprintf("%q (%s)", d.Sandbox.Name, d.Reason))
 	}
 	made := make([]bool, len(plan.Create)) // by index: the workers write apart
-	err := parallel(len(plan.Create), func(i int) error {
+	err = parallel(len(plan.Create), func(i int) error {
 		sb := plan.Create[i]
 		r.inFlight.expectCreate(key, sb.Name, now)
 		// Create only: a name the cache did not show as taken is never applied over (it could be

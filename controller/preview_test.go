@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -31,6 +32,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // previewCase is a golden render case the controller can run. Its inputs are created as the
@@ -44,6 +46,9 @@ type previewCase struct {
 	opts render.Options
 	now  *time.Time
 	ns   string
+	// config is the case's functionConfig, when it has one: the cluster gets its copy in the
+	// case's namespace, as the function writes it, and the controller renders from that.
+	config *renderconfig.SandboxRender
 }
 
 // previewPartial are the golden render cases of which the cluster cannot show a part, with what
@@ -91,6 +96,18 @@ func previewCases(t *testing.T) (cases []*previewCase, partial map[string]string
 		}
 		c := &previewCase{name: name, opts: cfg.RenderOptions()}
 		c.now, c.opts.Now = c.opts.Now, nil
+		if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
+			if c.config, err = renderconfig.Parse(cfg.FunctionConfig()); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			// The functionConfig renders as the case's options do, or the comparison below
+			// would hold the cluster to options it was not given.
+			fo := c.config.Options()
+			fo.Now = nil
+			if diff := gocmp.Diff(c.opts, fo); diff != "" {
+				t.Fatalf("%s: the functionConfig's options differ from the case's (-case +functionConfig):\n%s", name, diff)
+			}
+		}
 		for _, o := range objs {
 			if !manifest.IsAgentSandbox(o) && o.GetLabels()[agentsv1beta1.SandboxNameHashLabel] != "" {
 				continue // an earlier render's child: the render replaces it
@@ -164,11 +181,13 @@ func TestPreviewEqualsReality(t *testing.T) {
 				}
 			}
 		}
-		k, _ := json.Marshal(c.opts)
+		// One controller, at its defaults, renders every namespace with that namespace's
+		// SandboxRender; a case that previews a moment has its own, on its own clock.
+		k := ""
 		if c.now != nil {
-			k = append(k, c.name...) // its own controller, on its own clock
+			k = c.name
 		}
-		groups[string(k)] = append(groups[string(k)], c)
+		groups[k] = append(groups[k], c)
 	}
 	keys := make([]string, 0, len(groups))
 	for k := range groups {
@@ -183,7 +202,16 @@ func TestPreviewEqualsReality(t *testing.T) {
 			c.ns = newNamespace(t)
 			namespaces = append(namespaces, c.ns)
 		}
-		opts := controller.Options{Render: group[0].opts}
+		for _, c := range group {
+			if c.config == nil {
+				continue
+			}
+			// As the function writes it into the tree's output, and the applier applies it.
+			if err := admin.Create(context.Background(), c.config.Copies([]string{c.ns})[0]); err != nil {
+				t.Fatalf("%s: the SandboxRender the function writes: %v", c.name, err)
+			}
+		}
+		opts := controller.Options{}
 		var moment time.Time
 		if now := group[0].now; now != nil {
 			// The day before: the Sandboxes are created and live.

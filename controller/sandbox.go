@@ -37,12 +37,12 @@ type SandboxReconciler struct {
 	// (or may find) in the way, and an object a scoped intent is sent to (see applier.reader).
 	APIReader client.Reader
 	Events    *eventSink
-	Render    render.Options
 	// Now is the clock; time.Now when nil. Time enters render only as this value.
 	Now func() time.Time
 
 	recent  recentCreates
 	applies *applyTransport
+	configs *renderConfigs
 	ready   firstReady
 	// statusFrom remembers, per Sandbox, the resourceVersion its last status write started
 	// from: a pass that still reads that version from the cache has not seen the write yet (a
@@ -70,6 +70,10 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
 		r.ready.first(req.NamespacedName, sb.UID) // Ready before this pass: not a first Ready of ours to count
 	}
+	opts, inForce, err := r.configs.options(ctx, req.Namespace)
+	if err != nil || !inForce {
+		return ctrl.Result{}, err
+	}
 	now := metav1.NewTime(r.now())
 
 	obs, live := r.observe(ctx, sb)
@@ -83,7 +87,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			return ctrl.Result{}, fmt.Errorf("reading Pod %q: %w", name, err)
 		}
 	}
-	plan := render.PlanSandbox(sb, obs, now, r.Render)
+	plan := render.PlanSandbox(sb, obs, now, opts)
 	if r.awaitingCache(sb, plan, now.Time) {
 		// A child this pass would create was created a moment ago and its watch event, which
 		// starts the next pass, has not reached the cache yet. Planning now would only read it
@@ -94,7 +98,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	// Creates carry a precondition that refuses them if the object exists (see createOnly), so
 	// only the children this controller created a moment ago, which the cache may not show
 	// yet, are read from the API server first: re-sending their creates would be refused writes.
-	plan, err := r.confirm(ctx, sb, plan, &obs, live, now, func(key string) bool { return r.recent.has(key, now.Time) })
+	plan, err = r.confirm(ctx, sb, plan, &obs, live, now, opts, func(key string) bool { return r.recent.has(key, now.Time) })
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -102,7 +106,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if exists := (*existsError)(nil); errors.As(err, &exists) {
 		// An object of a child's name exists that the cache does not show: someone else's (not
 		// labelled), or one just made. Read every object the plan creates and plan again, once.
-		if plan, err = r.confirm(ctx, sb, plan, &obs, live, now, nil); err == nil {
+		if plan, err = r.confirm(ctx, sb, plan, &obs, live, now, opts, nil); err == nil {
 			var more []done
 			more, err = r.execute(ctx, sb, plan, live)
 			wrote = append(wrote, more...)
@@ -113,7 +117,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if refusedByAPIServer(err) {
 			// Admission, a quota or validation said no: retrying will not change that until
 			// someone acts, so the Sandbox says why, as upstream's does for any error of a pass.
-			if st := plan.FailedStatus(sb, err, now, r.Render); st != nil {
+			if st := plan.FailedStatus(sb, err, now, opts); st != nil {
 				if serr := r.writeStatus(ctx, sb, st); serr != nil {
 					err = errors.Join(err, serr)
 				}
@@ -229,7 +233,7 @@ const cacheLag = 5 * time.Second
 // confirm reads from the API server the objects the plan creates (those for which only says
 // so, all when only is nil) and, if any exist, plans again with them. The cache holds only
 // children that carry the name-hash label and lags behind writes.
-func (r *SandboxReconciler) confirm(ctx context.Context, sb *agentsv1beta1.Sandbox, plan *render.SandboxPlan, obs *render.ObservedChildren, live liveChildren, now metav1.Time, only func(key string) bool) (*render.SandboxPlan, error) {
+func (r *SandboxReconciler) confirm(ctx context.Context, sb *agentsv1beta1.Sandbox, plan *render.SandboxPlan, obs *render.ObservedChildren, live liveChildren, now metav1.Time, opts render.Options, only func(key string) bool) (*render.SandboxPlan, error) {
 	found := false
 	for _, s := range plan.Steps {
 		if s.Action != render.ActionCreate || (only != nil && !only(childKey(sb.Namespace, s.Kind, s.Name))) {
@@ -249,7 +253,7 @@ func (r *SandboxReconciler) confirm(ctx context.Context, sb *agentsv1beta1.Sandb
 	if !found {
 		return plan, nil
 	}
-	return render.PlanSandbox(sb, *obs, now, r.Render), nil
+	return render.PlanSandbox(sb, *obs, now, opts), nil
 }
 
 // recentCreates are the children this controller created that its cache may not show yet: a

@@ -26,11 +26,14 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 // Options configure the controller: the render options the function has, and workers per kind.
 type Options struct {
+	// Render are the render options of a namespace without a SandboxRender of its own (the
+	// cluster-wide default, --render-config); one with its SandboxRender is rendered with that.
 	Render render.Options
 	// SandboxWorkers and TemplateWorkers are the concurrent reconciles per kind (upstream: 100
 	// and 1). Zero means those defaults.
@@ -48,7 +51,7 @@ type Options struct {
 }
 
 // Controllers are the names of the reconcilers, for Options.Controllers.
-var Controllers = []string{"sandbox", "sandboxtemplate", "sandboxclaim", "sandboxwarmpool"}
+var Controllers = []string{"sandbox", "sandboxtemplate", "sandboxclaim", "sandboxwarmpool", "sandboxrender"}
 
 func (o Options) runs(name string) bool {
 	return len(o.Controllers) == 0 || slices.Contains(o.Controllers, name)
@@ -86,11 +89,12 @@ func CacheOptions(opts Options) cache.Options {
 			&corev1.Service{}:               children,
 			&corev1.PersistentVolumeClaim{}: children,
 			// Template policies carry no labels, so every NetworkPolicy is cached (few exist).
-			&networkingv1.NetworkPolicy{}: {Transform: keepOwnManagedFields, UnsafeDisableDeepCopy: shared},
-			&agentsv1beta1.Sandbox{}:      {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
-			&extv1beta1.SandboxTemplate{}: {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
-			&extv1beta1.SandboxClaim{}:    {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
-			&extv1beta1.SandboxWarmPool{}: {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
+			&networkingv1.NetworkPolicy{}:   {Transform: keepOwnManagedFields, UnsafeDisableDeepCopy: shared},
+			&agentsv1beta1.Sandbox{}:        {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
+			&extv1beta1.SandboxTemplate{}:   {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
+			&extv1beta1.SandboxClaim{}:      {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
+			&extv1beta1.SandboxWarmPool{}:   {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
+			&renderv1alpha1.SandboxRender{}: {Transform: cache.TransformStripManagedFields(), UnsafeDisableDeepCopy: shared},
 		},
 	}
 }
@@ -137,8 +141,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 
 	applies := newApplyTransport(mgr)
+	configs := newRenderConfigs(mgr.GetClient(), opts.Render)
+	// A SandboxRender's change re-renders the objects of its namespace it governs, each kind
+	// through its own reconciler; its status writes (no new generation) do not.
+	governs := func(list func() client.ObjectList) (client.Object, handler.EventHandler, builder.WatchesOption) {
+		return &renderv1alpha1.SandboxRender{}, handler.EnqueueRequestsFromMapFunc(governed(mgr.GetClient(), list)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	}
 	if opts.runs("sandbox") {
-		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, Now: opts.Now, applies: applies}
+		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, applies: applies, configs: configs}
 		toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandbox").
@@ -148,6 +159,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			Watches(&corev1.Service{}, toSandbox).
 			Watches(&corev1.PersistentVolumeClaim{}, toSandbox).
 			Watches(&networkingv1.NetworkPolicy{}, toSandbox).
+			Watches(governs(func() client.ObjectList { return &agentsv1beta1.SandboxList{} })).
 			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.SandboxWorkers, 100)}).
 			Complete(sandboxes); err != nil {
 			return fmt.Errorf("setting up the Sandbox controller: %w", err)
@@ -155,12 +167,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 
 	if opts.runs("sandboxtemplate") {
-		templates := &TemplateReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, applies: applies}
+		templates := &TemplateReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, applies: applies, configs: configs}
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandboxtemplate").
 			For(&extv1beta1.SandboxTemplate{}).
 			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxtemplate", extv1beta1.GroupVersion.Group, extv1beta1.SandboxTemplateKind)).
 			Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(templateOfPolicy)).
+			Watches(governs(func() client.ObjectList { return &extv1beta1.SandboxTemplateList{} })).
 			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.TemplateWorkers, 1)}).
 			Complete(templates); err != nil {
 			return fmt.Errorf("setting up the SandboxTemplate controller: %w", err)
@@ -169,7 +182,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 
 	c := mgr.GetClient()
 	if opts.runs("sandboxclaim") {
-		claims := &ClaimReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, Now: opts.Now}
+		claims := &ClaimReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, configs: configs}
 		if err := mgr.Add(claims); err != nil {
 			return fmt.Errorf("setting up the SandboxClaim controller: %w", err)
 		}
@@ -181,6 +194,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(claimsOfPool(c)),
 				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 			Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(claimsOfTemplate(c))).
+			Watches(governs(func() client.ObjectList { return &extv1beta1.SandboxClaimList{} })).
 			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.ClaimWorkers, 50)}).
 			Complete(claims); err != nil {
 			return fmt.Errorf("setting up the SandboxClaim controller: %w", err)
@@ -188,16 +202,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 
 	if opts.runs("sandboxwarmpool") {
-		pools := &PoolReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Render: opts.Render, Now: opts.Now}
+		pools := &PoolReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, configs: configs}
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandboxwarmpool").
 			For(&extv1beta1.SandboxWarmPool{}).
 			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxwarmpool", extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind)).
 			Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(poolOfMember(c))).
 			Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(poolsOfTemplate(c))).
+			Watches(governs(func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} })).
 			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.PoolWorkers, 1)}).
 			Complete(pools); err != nil {
 			return fmt.Errorf("setting up the SandboxWarmPool controller: %w", err)
+		}
+	}
+	if opts.runs("sandboxrender") {
+		renders := &SandboxRenderReconciler{Client: c, configs: configs}
+		if err := ctrl.NewControllerManagedBy(mgr).
+			Named("sandboxrender").
+			For(&renderv1alpha1.SandboxRender{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxrender", renderv1alpha1.GroupVersion.Group, renderv1alpha1.SandboxRenderKind)).
+			Complete(renders); err != nil {
+			return fmt.Errorf("setting up the SandboxRender controller: %w", err)
 		}
 	}
 	return nil

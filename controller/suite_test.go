@@ -37,6 +37,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/kubeletsim"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
@@ -73,7 +74,7 @@ func TestMain(m *testing.M) {
 		level = zapcore.DebugLevel
 	}
 	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, agentsv1beta1.AddToScheme, extv1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, agentsv1beta1.AddToScheme, extv1beta1.AddToScheme, renderv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}

@@ -25,8 +25,8 @@ type TemplateReconciler struct {
 	// APIReader reads from the API server (see applier.reader).
 	APIReader client.Reader
 	Events    *eventSink
-	Render    render.Options
 	applies   *applyTransport
+	configs   *renderConfigs
 	// conflicts holds, per template, the conflict last reported in an event: the backoff
 	// retries of the same conflict are not reported again.
 	conflicts sync.Map
@@ -45,6 +45,10 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.conflicts.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	opts, inForce, err := r.configs.options(ctx, req.Namespace)
+	if err != nil || !inForce {
+		return ctrl.Result{}, err
+	}
 	var have *networkingv1.NetworkPolicy
 	np := &networkingv1.NetworkPolicy{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: render.NetworkPolicyName(t.Name)}, np); err == nil {
@@ -53,7 +57,7 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 
-	step, err := render.TemplateStep(t, have, r.Render)
+	step, err := render.TemplateStep(t, have, opts)
 	if err != nil {
 		// Someone else's policy: report it once and retry with backoff, as upstream does.
 		if last, ok := r.conflicts.Load(req.NamespacedName); !ok || last != err.Error() {

@@ -28,6 +28,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
@@ -215,7 +216,7 @@ func splitList(s string) []string {
 // Scheme knows the kinds the controller reads and writes.
 func scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, agentsv1beta1.AddToScheme, extv1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, agentsv1beta1.AddToScheme, extv1beta1.AddToScheme, renderv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // static registration; cannot fail at run time
 		}

@@ -12,6 +12,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 )
 
 // installHint is how the CRDs get into a cluster.
@@ -26,13 +27,13 @@ func preflight(cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	for _, gv := range []string{agentsv1beta1.GroupVersion.String(), extv1beta1.GroupVersion.String()} {
+	for _, gv := range []string{agentsv1beta1.GroupVersion.String(), extv1beta1.GroupVersion.String(), renderv1alpha1.GroupVersion.String()} {
 		_, err := dc.ServerResourcesForGroupVersion(gv)
 		switch {
 		case err == nil:
 			continue
 		case apierrors.IsNotFound(err):
-			return fmt.Errorf("the API server at %s does not serve %s: the agent-sandbox CRDs are not installed; %s", cfg.Host, gv, installHint)
+			return fmt.Errorf("the API server at %s does not serve %s: the CRDs of sandbox-gitops (the four agent-sandbox ones and SandboxRender) are not installed; %s", cfg.Host, gv, installHint)
 		case apierrors.IsUnauthorized(err):
 			return fmt.Errorf("the API server at %s refused our credentials (%v): check --kubeconfig (or KUBECONFIG) and its user", cfg.Host, err)
 		case isConnectionError(err):
