@@ -1,6 +1,7 @@
-// Command sandbox-controller is the thin controller of sandbox-gitops: it applies, with
-// server-side apply, exactly the children that `sandbox-render render` shows for each Sandbox
-// and SandboxTemplate, keeps them that way, and writes status as upstream's controller does.
+// Command sandbox-controller is the thin controller of sandbox-gitops: for each Sandbox,
+// SandboxTemplate, SandboxClaim and SandboxWarmPool it applies, with server-side apply, exactly
+// the objects that `sandbox-render render` shows, keeps them that way, and writes status as
+// upstream's controllers do.
 package main
 
 import (
@@ -17,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -34,26 +37,47 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
-const usage = `sandbox-controller applies the children of agent-sandbox Sandboxes and SandboxTemplates
-(Pods, PVCs, headless Services, NetworkPolicies) with server-side apply, exactly as
-sandbox-render renders them, and writes their status as upstream's controller does. Every
-replica also serves the CRDs' conversion webhook, which serves v1alpha1 without loss, with a
+// Exit codes, documented in --help; the same numbers as sandbox-router's and sandbox-render's.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+const long = `sandbox-controller reconciles the four agent-sandbox kinds exactly as sandbox-render renders
+them: it applies, with server-side apply under one field manager, the objects the render shows,
+keeps them so, and writes the status of Sandboxes, claims and pools as upstream's controllers do.
+
+  Sandbox          its Pod, PVCs and headless Service (and the standalone-network-policy pack's
+                   NetworkPolicy); what it applied and no longer renders is pruned
+  SandboxTemplate  its NetworkPolicy: the secure default or the template's rules, none with
+                   networkPolicyManagement: Unmanaged; the template itself is never written
+  SandboxWarmPool  spec.replicas member Sandboxes, named as the render names them; stale and stuck
+                   members are replaced, and kubectl scale or an HPA resize it
+  SandboxClaim     one Sandbox per claim: a Ready member of its warm pool, adopted in one write,
+                   or a cold one as rendered; its metadata kept in sync, and an expired claim's
+                   shutdown policy carried out
+
+Every replica also serves the CRDs' conversion webhook, which serves v1alpha1 without loss, with a
 certificate it makes, renews and publishes in the CRDs itself (--enable-webhook,
 --manage-webhook-certs).
-
-Usage:
-  sandbox-controller [flags]
 
 Render options come from the same SandboxRender file the KRM function uses (--render-config),
 so what a pull request previews is what the controller creates; the flags below override it.
 
 Exit codes:
   0  stopped cleanly (SIGTERM)
-  1  the controller failed
-  2  usage error (unknown flag, bad value, unreadable --render-config)
+  1  the controller failed (API server unreachable or without the CRDs, the manager stopped)
+  2  usage error (unknown flag, bad value, unreadable --render-config, no cluster configured)`
 
-Flags:
-`
+// example is the Examples section of --help. TestHelpExamples parses both commands, and checks
+// the second against config/manager's Deployment, so neither can drift from the flags.
+const example = `  # From a workstation, against a kubeconfig, with the render options the KRM function uses:
+  sandbox-controller --kubeconfig ~/.kube/config --render-config render.yaml
+
+  # In the cluster, as config/manager runs it (two replicas, one leader, the webhook's Service and
+  # Secret in the controller's namespace, which the Deployment passes as $(POD_NAMESPACE)):
+  sandbox-controller --leader-elect --leader-election-namespace=sandbox-gitops-system --metrics-bind-address=:8080 --health-probe-bind-address=:8081 --webhook-port=9443 --webhook-namespace=sandbox-gitops-system`
 
 func main() {
 	ctx := ctrl.SetupSignalHandler()
@@ -80,13 +104,113 @@ type flags struct {
 	zap                        zap.Options
 }
 
-func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, error) {
+// exitError carries the exit code of an error run reports; any other error is a usage error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := &flags{}
-	fs := flag.NewFlagSet("sandbox-controller", flag.ContinueOnError)
-	// Errors are reported once, by run; the usage text only on --help.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	config.RegisterFlags(fs)
+	cmd := newCommand(f, stdout, stderr, func(opts *controller.Options) error { return start(ctx, f, opts) })
+	err := execute(cmd, args)
+	if err == nil {
+		return exitOK
+	}
+	// Errors are reported once, here, in one line; the usage text only on --help.
+	fmt.Fprintf(stderr, "sandbox-controller: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// cobra's own errors (unknown flag, bad value) are usage errors.
+	return exitUsage
+}
+
+// newCommand is the controller's command line, a cobra command as sandbox-router's and
+// sandbox-render's are: double-dash flags, --help with the examples, --version. Once the flags
+// are valid it calls start with the options they give.
+func newCommand(f *flags, stdout, stderr io.Writer, start func(*controller.Options) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "sandbox-controller",
+		Short:   "Reconcile agent-sandbox's Sandboxes, templates, claims and warm pools as sandbox-render renders them",
+		Long:    long,
+		Example: example,
+		// No Version: cobra's --version needs SetVersionTemplate to print our line, and any
+		// template makes the linker keep every exported method of every linked type
+		// (text/template calls methods by name): 10 MB more text. --version is our own flag.
+		//
+		// Arguments are checked in RunE, after --version, as the flag package's NArg was; the
+		// message names them as arguments, not as unknown commands.
+		Args:          cobra.ArbitraryArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if f.version {
+				// Nothing else is checked: --version answers whatever the other flags say, as
+				// --help does.
+				_, err := fmt.Fprintln(stdout, version.String("sandbox-controller"))
+				return err
+			}
+			if len(args) > 0 {
+				return &exitError{exitUsage, fmt.Errorf("unexpected arguments %q: sandbox-controller takes flags only", args)}
+			}
+			opts, err := f.options()
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			return start(opts)
+		},
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	f.bind(cmd.Flags())
+	return cmd
+}
+
+// execute runs cmd on args. A long flag given with one dash, as Go's flag package took them
+// (-metrics-bind-address), is what pflag reads as a group of one-letter flags and reports as
+// "unknown shorthand flag: 'm' in -metrics-bind-address"; that error is replaced by one naming
+// the two-dash form.
+func execute(cmd *cobra.Command, args []string) error {
+	if args == nil {
+		args = []string{} // cobra reads os.Args when given nil
+	}
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	var unknown *pflag.NotExistError
+	if !errors.As(err, &unknown) || unknown.GetSpecifiedShortnames() == "" {
+		return err
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "--") || !strings.HasPrefix(a, "-") || !strings.HasSuffix(a, unknown.GetSpecifiedShortnames()) {
+			continue
+		}
+		// The argument pflag failed on: -name or -name=value.
+		name, _, _ := strings.Cut(a[1:], "=")
+		if len(name) > 1 && cmd.Flags().Lookup(name) != nil {
+			return fmt.Errorf("flag -%s needs two dashes: --%s", name, name)
+		}
+		break
+	}
+	return err
+}
+
+// bind defines the flags on fs. controller-runtime's --kubeconfig and the --zap-* flags are
+// defined on a Go flag.FlagSet by their packages, and added to fs from it, so they take two
+// dashes like the rest.
+func (f *flags) bind(fs *pflag.FlagSet) {
+	gofs := flag.NewFlagSet("sandbox-controller", flag.ContinueOnError)
+	config.RegisterFlags(gofs)
+	f.zap.BindFlags(gofs)
+	fs.AddGoFlagSet(gofs)
 	fs.BoolVar(&f.version, "version", false, "print the version and commit this binary was built from, and exit")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "address the Prometheus metrics endpoint binds to, e.g. :8080 as config/manager sets it; 0 (the default, as kubebuilder scaffolds it) disables it, so a workstation run takes no port another program (the router's :8080) wants")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to; 0 disables them")
@@ -106,36 +230,25 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 	fs.IntVar(&f.poolWorkers, "warm-pool-workers", 1, "concurrent SandboxWarmPool reconciles")
 	fs.StringVar(&f.controllers, "controllers", "*", "comma-separated reconcilers to run, * for all: "+strings.Join(controller.Controllers, ", "))
 	f.webhook.bind(fs)
-	f.zap.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, usage)
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-		}
-		return nil, nil, err
-	}
-	if f.version {
-		// Nothing else is checked: --version answers whatever the other flags say, as --help does.
-		return f, nil, nil
-	}
-	if fs.NArg() > 0 {
-		return nil, nil, fmt.Errorf("unexpected arguments %q: sandbox-controller takes flags only", fs.Args())
-	}
+}
+
+// options checks the parsed flags and gives the controller's options; every error is a usage
+// error.
+func (f *flags) options() (*controller.Options, error) {
 	for _, a := range []struct{ flag, value string }{
 		{"--metrics-bind-address", f.metricsAddr}, {"--health-probe-bind-address", f.probeAddr}, {"--pprof-bind-address", f.pprofAddr},
 	} {
 		if err := checkBindAddress(a.value); err != nil {
-			return nil, nil, fmt.Errorf("%s %q: %w", a.flag, a.value, err)
+			return nil, fmt.Errorf("%s %q: %w", a.flag, a.value, err)
 		}
 	}
 	if !(f.qps > 0) || math.IsInf(f.qps, 1) || f.burst < 1 {
-		return nil, nil, errors.New("--kube-api-qps and --kube-api-burst must be positive numbers")
+		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive numbers")
 	}
 	lists := map[string]string{"--namespaces": f.namespaces, "--policy-packs": f.packs, "--allowed-label-domains": f.allowedLabelDomains}
 	for _, name := range slices.Sorted(maps.Keys(lists)) {
 		if v := lists[name]; strings.TrimSpace(v) != "" && len(splitList(v)) == 0 {
-			return nil, nil, fmt.Errorf("%s %q names nothing: leave the flag out for the default", name, v)
+			return nil, fmt.Errorf("%s %q names nothing: leave the flag out for the default", name, v)
 		}
 	}
 	for _, ns := range append(splitList(f.namespaces), f.leaderElectionNamespace) {
@@ -143,42 +256,42 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 			continue
 		}
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			return nil, nil, fmt.Errorf("namespace %q (--namespaces or --leader-election-namespace) is not a valid namespace name: %s", ns, strings.Join(msgs, "; "))
+			return nil, fmt.Errorf("namespace %q (--namespaces or --leader-election-namespace) is not a valid namespace name: %s", ns, strings.Join(msgs, "; "))
 		}
 	}
 	if f.sandboxWorkers < 1 || f.tplWorkers < 1 || f.claimWorkers < 1 || f.poolWorkers < 1 {
-		return nil, nil, errors.New("--sandbox-workers, --template-workers, --claim-workers and --warm-pool-workers must be at least 1")
+		return nil, errors.New("--sandbox-workers, --template-workers, --claim-workers and --warm-pool-workers must be at least 1")
 	}
 	var controllers []string
 	if f.controllers != "*" {
 		controllers = splitList(f.controllers)
 		if len(controllers) == 0 {
-			return nil, nil, errors.New("--controllers: name at least one reconciler, or * for all")
+			return nil, errors.New("--controllers: name at least one reconciler, or * for all")
 		}
 		for _, c := range controllers {
 			if !slices.Contains(controller.Controllers, c) {
-				return nil, nil, fmt.Errorf("--controllers: unknown reconciler %q (known: %s)", c, strings.Join(controller.Controllers, ", "))
+				return nil, fmt.Errorf("--controllers: unknown reconciler %q (known: %s)", c, strings.Join(controller.Controllers, ", "))
 			}
 		}
 	}
 	if err := f.webhook.validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	var data []byte
 	if f.renderConfig != "" {
 		var err error
 		if data, err = os.ReadFile(f.renderConfig); err != nil {
-			return nil, nil, fmt.Errorf("reading --render-config: %w", err)
+			return nil, fmt.Errorf("reading --render-config: %w", err)
 		}
 	}
 	cfg, err := renderconfig.Parse(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--render-config %s: %w", f.renderConfig, err)
+		return nil, fmt.Errorf("--render-config %s: %w", f.renderConfig, err)
 	}
 	if cfg.Spec.Now != nil {
 		// A preview's moment: the controller acts at the time it is, and would silently ignore it.
-		return nil, nil, fmt.Errorf("--render-config %s: spec.now previews a moment in a render; the controller uses its clock, remove it", f.renderConfig)
+		return nil, fmt.Errorf("--render-config %s: spec.now previews a moment in a render; the controller uses its clock, remove it", f.renderConfig)
 	}
 	if f.clusterDomain != "" {
 		cfg.Spec.ClusterDomain = f.clusterDomain
@@ -193,13 +306,13 @@ func parseFlags(args []string, stderr io.Writer) (*flags, *controller.Options, e
 		case "standalone-network-policy":
 			cfg.Spec.Policies.Packs.StandaloneNetworkPolicy = true
 		default:
-			return nil, nil, fmt.Errorf("--policy-packs: unknown pack %q (known: restricted, standalone-network-policy; the runtime-class pack needs its list, set it in --render-config)", p)
+			return nil, fmt.Errorf("--policy-packs: unknown pack %q (known: restricted, standalone-network-policy; the runtime-class pack needs its list, set it in --render-config)", p)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return f, &controller.Options{Render: cfg.Options(), SandboxWorkers: f.sandboxWorkers, TemplateWorkers: f.tplWorkers,
+	return &controller.Options{Render: cfg.Options(), SandboxWorkers: f.sandboxWorkers, TemplateWorkers: f.tplWorkers,
 		ClaimWorkers: f.claimWorkers, PoolWorkers: f.poolWorkers, Namespaces: splitList(f.namespaces), Controllers: controllers}, nil
 }
 
@@ -224,36 +337,24 @@ func scheme() *runtime.Scheme {
 	return s
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f, opts, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "sandbox-controller: %v\n", err)
-		return 2
-	}
-	if f.version {
-		fmt.Fprintln(stdout, version.String("sandbox-controller"))
-		return 0
-	}
+// start runs the controller with valid flags until ctx ends or it fails; its errors carry the
+// exit code.
+func start(ctx context.Context, f *flags, opts *controller.Options) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
 	log := ctrl.Log.WithName("setup")
 
 	restConfig, err := config.GetConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "sandbox-controller: no cluster to talk to: %v (set --kubeconfig or KUBECONFIG, or run in a cluster)\n", err)
-		return 2
+		return &exitError{exitUsage, fmt.Errorf("no cluster to talk to: %v (set --kubeconfig or KUBECONFIG, or run in a cluster)", err)}
 	}
 	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
 	restConfig.UserAgent = "sandbox-gitops-controller"
 	if err := preflight(restConfig); err != nil {
-		fmt.Fprintf(stderr, "sandbox-controller: %v\n", err)
-		return 1
+		return &exitError{exitFailure, err}
 	}
 	webhookServer, rotator, err := f.webhook.server(restConfig)
 	if err != nil {
-		return fail(stderr, "setting up the conversion webhook", err)
+		return fail("setting up the conversion webhook", err)
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme(),
@@ -271,25 +372,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		WebhookServer:                 webhookServer,
 	})
 	if err != nil {
-		return fail(stderr, "creating the manager", err)
+		return fail("creating the manager", err)
 	}
 	if err := controller.Setup(ctx, mgr, *opts); err != nil {
-		return fail(stderr, "setting up the controllers", err)
+		return fail("setting up the controllers", err)
 	}
 	if err := f.webhook.setup(mgr, rotator); err != nil {
-		return fail(stderr, "setting up the conversion webhook", err)
+		return fail("setting up the conversion webhook", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fail(stderr, "adding the health check", err)
+		return fail("adding the health check", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fail(stderr, "adding the readiness check", err)
+		return fail("adding the readiness check", err)
 	}
 	log.Info("starting", "fieldManager", controller.FieldManager)
 	if err := mgr.Start(ctx); err != nil {
-		return fail(stderr, "running the manager", err)
+		return fail("running the manager", err)
 	}
-	return 0
+	return nil
 }
 
 // checkBindAddress accepts what the servers behind the bind-address flags can listen on: "0"

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,9 +51,8 @@ func isConnectionError(err error) bool {
 	return errors.As(err, &ue)
 }
 
-// fail prints one line a person can act on, with no stack trace, and gives the exit code of a
-// start-up failure.
-func fail(stderr io.Writer, what string, err error) int {
-	fmt.Fprintf(stderr, "sandbox-controller: %s: %v\n", what, err)
-	return 1
+// fail is a start-up failure: run prints it in one line a person can act on, with no stack
+// trace, and exits 1.
+func fail(what string, err error) error {
+	return &exitError{exitFailure, fmt.Errorf("%s: %w", what, err)}
 }

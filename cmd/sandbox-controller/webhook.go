@@ -1,9 +1,9 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -22,7 +22,7 @@ type webhookFlags struct {
 	secret, hosts       string
 }
 
-func (w *webhookFlags) bind(fs *flag.FlagSet) {
+func (w *webhookFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&w.enable, "enable-webhook", true, "serve the CRDs' conversion webhook (v1alpha1 <-> v1beta1); without it v1alpha1 requests fail")
 	fs.BoolVar(&w.manageCerts, "manage-webhook-certs", true, "make and renew the webhook's certificate in --webhook-cert-secret and keep the CRDs' caBundle up to date; false: read tls.crt and tls.key from --webhook-cert-dir (cert-manager)")
 	fs.IntVar(&w.port, "webhook-port", 9443, "port the conversion webhook listens on (HTTPS)")
