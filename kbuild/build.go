@@ -329,13 +329,7 @@ func fastBuild(dir, self string, p *fastPlan, e *elider) (*Result, string, error
 		return nil, "", err
 	}
 	if results.ExitCode() != 0 {
-		rel := results
-		for _, r := range rel {
-			if r.File != nil && r.File.Path != "" && !filepath.IsAbs(r.File.Path) {
-				r.File.Path = filepath.Join(dir, r.File.Path)
-			}
-		}
-		return nil, "", &FindingsError{Report: krm.Format(rel), Count: len(rel)}
+		return nil, "", newPlacer(dir).findings(results)
 	}
 	if !p.origins {
 		if err := m.RemoveOriginAnnotations(); err != nil {
@@ -433,7 +427,7 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 	m, err := krusty.MakeKustomizer(opts).Run(fs, dir)
 	// A file render would refuse to read is a problem of the input whatever kustomize made of
 	// it (it stops on the error ReadFile returned, in words of its own around ours).
-	if bad := fs.unreadable(); bad != nil {
+	if bad := fs.unreadable(newPlacer(dir)); bad != nil {
 		return nil, bad
 	}
 	if err != nil {
@@ -445,17 +439,16 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 // checkYAML reads a file of the tree as render reads YAML (manifest/yamlread): kustomize's reader
 // takes the last of two equal keys, UTF-16, and aliases that expand without bound, so a
 // kustomization with resources: listed twice built from the second list alone.
-func checkYAML(path string, b []byte) error {
+// The error names the document and the line in the file, as render's does; the caller adds the
+// file.
+func checkYAML(b []byte) error {
 	nodes, err := yamlread.ReadNodes(b)
 	for i := 0; err == nil && i < len(nodes); i++ {
 		if _, verr := yamlread.NodeValue(nodes[i].Node); verr != nil {
 			err = fmt.Errorf("document %d, %w", nodes[i].Index, verr)
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return err
 }
 
 // isYAMLFile tells the files a build reads as YAML: kustomizations, and resources, patches and
@@ -540,20 +533,28 @@ type selfFS struct {
 	ours    *bool
 	// bad are the files render would refuse to read (checkYAML); data are the generators' files,
 	// which are not YAML to check.
-	bad  *[]error
+	bad  *[]badFile
 	data map[string]bool
 }
 
-// unreadable is the files of the tree render would refuse to read, as findings, or nil.
-func (f selfFS) unreadable() error {
+// badFile is a file render would refuse to read, by the absolute path kustomize read it at, and
+// why.
+type badFile struct {
+	path string
+	err  error
+}
+
+// unreadable is the files of the tree render would refuse to read, as findings named by p, or
+// nil.
+func (f selfFS) unreadable(p *placer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(*f.bad) == 0 {
 		return nil
 	}
 	var b strings.Builder
-	for _, err := range *f.bad {
-		b.WriteString(err.Error() + "\n")
+	for _, bad := range *f.bad {
+		b.WriteString(p.name(bad.path) + ": " + bad.err.Error() + "\n")
 	}
 	return &FindingsError{Report: b.String(), Count: len(*f.bad)}
 }
@@ -566,9 +567,9 @@ func (f selfFS) check(path string, b []byte) error {
 	if !isYAMLFile(path) || f.data[abs(path)] {
 		return nil
 	}
-	if err := checkYAML(path, b); err != nil {
-		*f.bad = append(*f.bad, err)
-		return err
+	if err := checkYAML(b); err != nil {
+		*f.bad = append(*f.bad, badFile{path, err})
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if slices.Contains(kustomizationNames, filepath.Base(path)) {
 		var k map[string]any
@@ -588,7 +589,7 @@ type source struct {
 
 func newSelfFS(self string, e *elider) selfFS {
 	return selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self, elide: e, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool),
-		bad: &[]error{}, data: map[string]bool{}}
+		bad: &[]badFile{}, data: map[string]bool{}}
 }
 
 func (f selfFS) ReadFile(path string) ([]byte, error) {
