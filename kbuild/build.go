@@ -329,7 +329,7 @@ func fastBuild(dir, self string, p *fastPlan, e *elider) (*Result, string, error
 		return nil, "", err
 	}
 	if results.ExitCode() != 0 {
-		return nil, "", newPlacer(dir).findings(results)
+		return nil, "", newPlacer(dir, fs.sources()).findings(results)
 	}
 	if !p.origins {
 		if err := m.RemoveOriginAnnotations(); err != nil {
@@ -427,10 +427,18 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 	m, err := krusty.MakeKustomizer(opts).Run(fs, dir)
 	// A file render would refuse to read is a problem of the input whatever kustomize made of
 	// it (it stops on the error ReadFile returned, in words of its own around ours).
-	if bad := fs.unreadable(newPlacer(dir)); bad != nil {
+	p := newPlacer(dir, fs.sources())
+	if bad := fs.unreadable(p); bad != nil {
 		return nil, bad
 	}
 	if err != nil {
+		// kustomize stops at the first problem: when the file it read last is one render
+		// cannot read, that is the problem, placed as render places it (kustomize counts the
+		// line from the start of the document, and names neither the document nor, for a
+		// transformer's config, the file).
+		if bad := fs.lastUnreadable(p); bad != nil {
+			return nil, bad
+		}
 		return nil, cleanError(err)
 	}
 	return m, nil
@@ -532,9 +540,13 @@ type selfFS struct {
 	read    *[]source
 	ours    *bool
 	// bad are the files render would refuse to read (checkYAML); data are the generators' files,
-	// which are not YAML to check.
+	// which are not YAML to check. last is the file read last when it is not named as YAML
+	// (*.yaml, *.yml, *.json) and render would refuse to read it: kustomize reads resources,
+	// patches and configs as YAML whatever their names, but such a file may be data (of a
+	// generator given as an object), so it fails the build only if kustomize fails on it.
 	bad  *[]badFile
 	data map[string]bool
+	last **badFile
 }
 
 // badFile is a file render would refuse to read, by the absolute path kustomize read it at, and
@@ -559,12 +571,31 @@ func (f selfFS) unreadable(p *placer) error {
 	return &FindingsError{Report: b.String(), Count: len(*f.bad)}
 }
 
+// lastUnreadable is the file read last, when render would refuse to read it and it is not named
+// as YAML (see selfFS.last), as findings named by p; or nil.
+func (f selfFS) lastUnreadable(p *placer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if *f.last == nil {
+		return nil
+	}
+	bad := *f.last
+	return &FindingsError{Report: p.name(bad.path) + ": " + bad.err.Error() + "\n", Count: 1}
+}
+
 // check checks a file read as YAML, the original bytes of a replaced one included, and records
 // what is wrong with it; the error is returned to kustomize, which stops.
 func (f selfFS) check(path string, b []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !isYAMLFile(path) || f.data[abs(path)] {
+	*f.last = nil
+	if f.data[abs(path)] {
+		return nil
+	}
+	if !isYAMLFile(path) {
+		if err := checkYAML(b); err != nil {
+			*f.last = &badFile{path, err}
+		}
 		return nil
 	}
 	if err := checkYAML(b); err != nil {
@@ -589,7 +620,7 @@ type source struct {
 
 func newSelfFS(self string, e *elider) selfFS {
 	return selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self, elide: e, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool),
-		bad: &[]badFile{}, data: map[string]bool{}}
+		bad: &[]badFile{}, data: map[string]bool{}, last: new(*badFile)}
 }
 
 func (f selfFS) ReadFile(path string) ([]byte, error) {

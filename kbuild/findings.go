@@ -1,29 +1,40 @@
 package kbuild
 
 import (
+	"maps"
 	"path/filepath"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
 )
 
-// placer names the files of a build's findings as the person who ran it named the tree. kustomize
-// gives an object's file relative to the tree it builds (the origin annotation) and reads files by
-// absolute path, symlinks resolved; render names a file as it was given. So a finding's file is
-// the tree as given joined once with the path relative to it: w/template.yaml for the tree w,
-// base/template.yaml for the file of a base ../base of the tree overlay.
+// placer places a build's findings as render places its own: the file as the person who ran the
+// build named the tree, the document and the line. kustomize gives an object's file relative to
+// the tree it builds (the origin annotation), with no document, and reads files by absolute path,
+// symlinks resolved; render names a file as it was given. So a finding's file is the tree as given
+// joined once with the path relative to it (w/template.yaml for the tree w, base/template.yaml for
+// the file of a base ../base of the tree overlay), and its document is found in the file as the
+// build read it.
 type placer struct {
 	// dir is the tree as given; roots are where kustomize reads it: dir made absolute, and with
 	// its symlinks resolved. A remote tree has no roots: its paths are left as kustomize gives
 	// them, relative to its repository.
 	dir   string
 	roots []string
+	// read are the files the build read, by absolute path; docs those read as objects.
+	read map[string][]byte
+	docs map[string][]yamlread.Document
 }
 
-func newPlacer(dir string) *placer {
-	p := &placer{dir: dir}
+func newPlacer(dir string, read []source) *placer {
+	p := &placer{dir: dir, read: make(map[string][]byte, len(read)), docs: map[string][]yamlread.Document{}}
+	for _, s := range read {
+		p.read[s.path] = s.data
+	}
 	if strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@") {
 		return p
 	}
@@ -58,15 +69,66 @@ func (p *placer) name(path string) string {
 	return filepath.Join(p.dir, best)
 }
 
-// place returns copies of results with their files named (see name). Results of one object share
-// their File and Tags, so they are copied, never changed in place: changing them in place joined
-// the tree to the path once per finding (w/w/template.yaml).
+// locate is the 1-based document and the line where the object ref names starts in a file of the
+// build, path relative to the tree: the one document of its kind and name, or of its kind, name
+// and namespace when several have the name (kustomize's namespace: replaces the file's). 0 when
+// the build did not read the file or it holds no single such object (a patch may rename one).
+func (p *placer) locate(path string, ref *kyaml.ResourceIdentifier) (document, line int) {
+	if ref == nil || len(p.roots) == 0 || filepath.IsAbs(path) {
+		return 0, 0
+	}
+	var docs []yamlread.Document
+	for _, root := range p.roots {
+		file := filepath.Join(root, path)
+		if d, ok := p.docs[file]; ok {
+			docs = d
+			break
+		}
+		if data, ok := p.read[file]; ok {
+			docs, _ = yamlread.Read(file, data) // read once already, as render reads it
+			p.docs[file] = docs
+			break
+		}
+	}
+	var named, same []yamlread.Document
+	for _, d := range docs {
+		if d.Object.GetKind() != ref.Kind || d.Object.GetName() != ref.Name {
+			continue
+		}
+		named = append(named, d)
+		if d.Object.GetNamespace() == ref.Namespace {
+			same = append(same, d)
+		}
+	}
+	switch {
+	case len(named) == 1:
+		return named[0].Index, named[0].Line
+	case len(same) == 1:
+		return same[0].Index, same[0].Line
+	}
+	return 0, 0
+}
+
+// place returns copies of results with their files named (see name) and, where the render knew
+// the file but not the document, placed in it (see locate). Results of one object share their
+// File and Tags, so they are copied, never changed in place: changing them in place joined the
+// tree to the path once per finding (w/w/template.yaml).
 func (p *placer) place(results framework.Results) framework.Results {
 	out := make(framework.Results, len(results))
 	for i, r := range results {
 		c := *r
 		if r.File != nil && r.File.Path != "" {
 			c.File = &framework.File{Path: p.name(r.File.Path), Index: r.File.Index}
+			if r.Tags[krm.TagDocument] == "" {
+				if doc, line := p.locate(r.File.Path, r.ResourceRef); doc > 0 {
+					c.File.Index = doc - 1
+					c.Tags = maps.Clone(r.Tags)
+					if c.Tags == nil {
+						c.Tags = map[string]string{}
+					}
+					maps.Copy(c.Tags, krm.FileTags(doc, line))
+				}
+			}
 		}
 		out[i] = &c
 	}

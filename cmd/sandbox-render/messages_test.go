@@ -148,8 +148,8 @@ func TestChildOfTwoParentsBuild(t *testing.T) {
 	if code := run([]string{"build", dir}, strings.NewReader(""), &stdout, &stderr); code != exitFindings {
 		t.Fatalf("build exited %d, want %d; standard error:\n%s", code, exitFindings, stderr.String())
 	}
-	// kustomize's origins give the file, not the document.
-	want := filepath.Join(dir, "c.yaml") + `: error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
+	// kustomize's origins give the file; the document and line are found in it, as render gives them.
+	want := filepath.Join(dir, "c.yaml") + `: document 1 (line 1): error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
 		"sandbox-render: the input has problems; nothing was written\n"
 	if diff := cmp.Diff(want, stderr.String()); diff != "" {
 		t.Errorf("standard error (-want +got):\n%s", diff)
