@@ -152,7 +152,13 @@ func Build(dir, self string, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	res, err := build(dir, self, o, e)
+	results, err := os.MkdirTemp("", "sandbox-render-results-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(results)
+	fn := function{path: self, results: results}
+	res, err := build(dir, fn, o, e)
 	if e == nil || e.empty() {
 		return res, err
 	}
@@ -172,13 +178,19 @@ func Build(dir, self string, o Options) (*Result, error) {
 		}
 	}
 	// kustomize may have read an elided mapping, or failed on one: build again as it is.
-	return build(dir, self, o, nil)
+	return build(dir, fn, o, nil)
 }
 
-func build(dir, self string, o Options, e *elider) (*Result, error) {
+// function is how a build runs SandboxRender function configs when kustomize runs them: the
+// executable (sandbox-render), and the directory it writes its results into (ResultsDirFlag).
+type function struct {
+	path, results string
+}
+
+func build(dir string, fn function, o Options, e *elider) (*Result, error) {
 	if strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@") {
 		// A remote kustomization: kustomize fetches it; nothing to plan on disk.
-		return slowBuild(dir, self, "", e)
+		return slowBuild(dir, fn, "", e)
 	}
 	if info, err := os.Stat(dir); err != nil {
 		return nil, err
@@ -196,13 +208,13 @@ func build(dir, self string, o Options, e *elider) (*Result, error) {
 		reason = plan.reason
 	}
 	if plan.config != nil && reason == "" {
-		res, fallback, err := fastBuild(dir, self, plan, e)
+		res, fallback, err := fastBuild(dir, fn, plan, e)
 		if err != nil || fallback == "" {
 			return res, err
 		}
 		reason = fallback
 	}
-	res, err := slowBuild(dir, self, plan.kustPath, e)
+	res, err := slowBuild(dir, fn, plan.kustPath, e)
 	if res != nil && plan.config != nil {
 		res.FallbackReason = reason
 	}
@@ -298,8 +310,8 @@ func isSandboxRenderConfig(b []byte) bool {
 // kustomize then fixes the references to them in every object, rendered ones included.
 var renameRisk = regexp.MustCompile(`(?m)^\s*(namePrefix|nameSuffix|configMapGenerator|secretGenerator|vars)\s*:|kind:\s*(PrefixSuffixTransformer|PrefixTransformer|SuffixTransformer|HashTransformer|ConfigMapGenerator|SecretGenerator)\b|allowNameChange|needs-hash|config\.kubernetes\.io/local-config`)
 
-func fastBuild(dir, self string, p *fastPlan, e *elider) (*Result, string, error) {
-	fs := newSelfFS(self, e)
+func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string, error) {
+	fs := newSelfFS(fn, e)
 	fs.replace = map[string][]byte{abs(p.kustPath): p.rewritten}
 	m, err := run(fs, dir)
 	if err != nil {
@@ -385,8 +397,8 @@ func objects(m resmap.ResMap) []Object {
 
 // slowBuild is kustomize running the function. It asks kustomize for origin annotations, so the
 // function's findings name their files, and removes them again unless the user asked for them.
-func slowBuild(dir, self, kustPath string, e *elider) (*Result, error) {
-	fs := newSelfFS(self, e)
+func slowBuild(dir string, fn function, kustPath string, e *elider) (*Result, error) {
+	fs := newSelfFS(fn, e)
 	asked := true
 	if b, err := os.ReadFile(kustPath); err == nil {
 		var k map[string]any
@@ -432,12 +444,20 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 		return nil, bad
 	}
 	if err != nil {
-		// kustomize stops at the first problem: when the file it read last is one render
-		// cannot read, that is the problem, placed as render places it (kustomize counts the
-		// line from the start of the document, and names neither the document nor, for a
-		// transformer's config, the file).
-		if bad := fs.lastUnreadable(p); bad != nil {
+		// A file render cannot read, not named as YAML, that kustomize failed on: placed as
+		// render places it (kustomize counts the line from the start of the document, and
+		// names neither the document nor, for a transformer's config, the file).
+		if bad := fs.unnamedUnreadable(p, err); bad != nil {
 			return nil, bad
+		}
+		if m := execFailure.FindStringSubmatch(err.Error()); m != nil && m[1] == "1" {
+			results, rerr := readResults(fs.fn.results)
+			if rerr != nil {
+				return nil, rerr
+			}
+			if len(results) > 0 {
+				return nil, p.findings(results)
+			}
 		}
 		return nil, cleanError(err)
 	}
@@ -502,8 +522,8 @@ func generatorFiles(kustPath string, k map[string]any) []string {
 	return out
 }
 
-// execFailure is how kustomize wraps an exec function's failure; the function has written its own
-// findings to standard error before.
+// execFailure is how kustomize wraps an exec function's failure; the function has written its
+// results for the build (exit status 1), or its own messages to standard error, before.
 var execFailure = regexp.MustCompile(`couldn't execute function: exit status (\d+)`)
 
 // cleanError turns kustomize's report of a failed exec function into a short error: the
@@ -527,26 +547,28 @@ func abs(p string) string {
 	return a
 }
 
-// selfFS is the disk, except that SandboxRender function configs read through it name self as
-// their exec path, files in replace are read with the given content, and, with an elider, wide
+// selfFS is the disk, except that SandboxRender function configs read through it run fn (see
+// rewriteExecPath), files in replace are read with the given content, and, with an elider, wide
 // mappings are elided. Other files, and other functions, are read as they are. It records every
 // file read.
 type selfFS struct {
 	filesys.FileSystem
-	self    string
+	fn      function
 	replace map[string][]byte
 	elide   *elider
 	mu      *sync.Mutex
 	read    *[]source
 	ours    *bool
 	// bad are the files render would refuse to read (checkYAML); data are the generators' files,
-	// which are not YAML to check. last is the file read last when it is not named as YAML
-	// (*.yaml, *.yml, *.json) and render would refuse to read it: kustomize reads resources,
-	// patches and configs as YAML whatever their names, but such a file may be data (of a
-	// generator given as an object), so it fails the build only if kustomize fails on it.
-	bad  *[]badFile
-	data map[string]bool
-	last **badFile
+	// which are not YAML to check. unnamed are the files render would refuse to read that are
+	// not named as YAML (*.yaml, *.yml, *.json): kustomize reads resources, patches and configs
+	// as YAML whatever their names, but such a file may be data (of a generator given as an
+	// object), so it fails the build only when kustomize fails on it (see unnamedUnreadable);
+	// last is the file read last.
+	bad     *[]badFile
+	data    map[string]bool
+	unnamed *[]badFile
+	last    *string
 }
 
 // badFile is a file render would refuse to read, by the absolute path kustomize read it at, and
@@ -571,16 +593,32 @@ func (f selfFS) unreadable(p *placer) error {
 	return &FindingsError{Report: b.String(), Count: len(*f.bad)}
 }
 
-// lastUnreadable is the file read last, when render would refuse to read it and it is not named
-// as YAML (see selfFS.last), as findings named by p; or nil.
-func (f selfFS) lastUnreadable(p *placer) error {
+// unnamedUnreadable is what made kustomize fail with err, when it is a file render would refuse
+// to read and that is not named as YAML, as findings named by p; or nil. kustomize stops at the
+// first problem: the file it read last, if render refuses it (a patch kustomize cannot parse,
+// naming no line); or, when kustomize's error is a YAML error (it read the configs of every
+// transformer before it parses any), the files render refuses.
+func (f selfFS) unnamedUnreadable(p *placer, err error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if *f.last == nil {
+	var bad []badFile
+	for _, u := range *f.unnamed {
+		if u.path == *f.last {
+			bad = []badFile{u}
+			break
+		}
+		if strings.Contains(err.Error(), "yaml: ") {
+			bad = append(bad, u)
+		}
+	}
+	if len(bad) == 0 {
 		return nil
 	}
-	bad := *f.last
-	return &FindingsError{Report: p.name(bad.path) + ": " + bad.err.Error() + "\n", Count: 1}
+	var b strings.Builder
+	for _, u := range bad {
+		b.WriteString(p.name(u.path) + ": " + u.err.Error() + "\n")
+	}
+	return &FindingsError{Report: b.String(), Count: len(bad)}
 }
 
 // check checks a file read as YAML, the original bytes of a replaced one included, and records
@@ -588,13 +626,13 @@ func (f selfFS) lastUnreadable(p *placer) error {
 func (f selfFS) check(path string, b []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	*f.last = nil
+	*f.last = path
 	if f.data[abs(path)] {
 		return nil
 	}
 	if !isYAMLFile(path) {
 		if err := checkYAML(b); err != nil {
-			*f.last = &badFile{path, err}
+			*f.unnamed = append(*f.unnamed, badFile{path, err})
 		}
 		return nil
 	}
@@ -618,9 +656,9 @@ type source struct {
 	data []byte
 }
 
-func newSelfFS(self string, e *elider) selfFS {
-	return selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self, elide: e, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool),
-		bad: &[]badFile{}, data: map[string]bool{}, last: new(*badFile)}
+func newSelfFS(fn function, e *elider) selfFS {
+	return selfFS{FileSystem: filesys.MakeFsOnDisk(), fn: fn, elide: e, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool),
+		bad: &[]badFile{}, data: map[string]bool{}, unnamed: &[]badFile{}, last: new(string)}
 }
 
 func (f selfFS) ReadFile(path string) ([]byte, error) {
@@ -643,7 +681,7 @@ func (f selfFS) ReadFile(path string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	out, changed, err := rewriteExecPath(b, f.self)
+	out, changed, err := rewriteExecPath(b, f.fn)
 	if changed {
 		f.mu.Lock()
 		*f.ours = true
@@ -672,7 +710,10 @@ func (f selfFS) renders() bool {
 	return *f.ours
 }
 
-func rewriteExecPath(b []byte, self string) ([]byte, bool, error) {
+// rewriteExecPath points the exec function of the SandboxRender configs in b at fn: its path, and
+// arguments that make it write its results for the build (ResultsDirFlag). Our function takes no
+// arguments, so none are lost.
+func rewriteExecPath(b []byte, fn function) ([]byte, bool, error) {
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(b), OmitReaderAnnotations: true}).Read()
 	if err != nil {
 		return b, false, nil // not ours to judge; kustomize will report it
@@ -682,15 +723,18 @@ func rewriteExecPath(b []byte, self string) ([]byte, bool, error) {
 		if n.GetApiVersion() != krm.APIVersion || n.GetKind() != krm.Kind {
 			continue
 		}
-		spec := n.GetAnnotations()[functionAnnotation]
-		var fn struct {
+		annotation := n.GetAnnotations()[functionAnnotation]
+		var spec struct {
 			Exec map[string]any `json:"exec,omitempty"`
 		}
-		if spec == "" || yaml.Unmarshal([]byte(spec), &fn) != nil || fn.Exec == nil {
+		if annotation == "" || yaml.Unmarshal([]byte(annotation), &spec) != nil || spec.Exec == nil {
 			continue
 		}
-		fn.Exec["path"] = self
-		out, err := yaml.Marshal(fn)
+		spec.Exec["path"] = fn.path
+		if fn.results != "" {
+			spec.Exec["args"] = []string{"fn", "--" + ResultsDirFlag + "=" + fn.results}
+		}
+		out, err := yaml.Marshal(spec)
 		if err != nil {
 			return nil, false, err
 		}

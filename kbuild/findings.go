@@ -1,12 +1,15 @@
 package kbuild
 
 import (
+	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
@@ -139,4 +142,51 @@ func (p *placer) place(results framework.Results) framework.Results {
 func (p *placer) findings(results framework.Results) *FindingsError {
 	placed := p.place(results)
 	return &FindingsError{Report: krm.Format(placed), Count: len(placed)}
+}
+
+// ResultsDirFlag is the flag of sandbox-render fn that names a directory to write the function's
+// results into, on a failure, instead of printing them. A build that runs the function as
+// kustomize runs it (as a process) passes it: kustomize lets the function's standard error through
+// to its own and drops the results, so the build could neither name the files as the tree was
+// given nor place the findings in their documents, as it does when it renders in process.
+const ResultsDirFlag = "results-dir"
+
+// WriteResults writes a function's results into dir (see ResultsDirFlag), in a file of their own.
+func WriteResults(dir string, results framework.Results) error {
+	b, err := yaml.Marshal(results)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "results-*.yaml")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readResults reads the results WriteResults wrote into dir, in the files' name order. kustomize
+// stops at the first function that fails, and the function writes only on a failure, so there
+// is one file at most.
+func readResults(dir string) (framework.Results, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "results-*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out framework.Results
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		var rs framework.Results
+		if err := yaml.Unmarshal(b, &rs); err != nil {
+			return nil, fmt.Errorf("reading the render's results: %w", err)
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
 }

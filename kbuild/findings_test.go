@@ -2,6 +2,7 @@ package kbuild
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -164,18 +165,21 @@ func TestFindingsPlaced(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			root := t.TempDir()
-			writeTree(t, root, tc.files)
-			t.Chdir(root)
-			_, err := Build(tc.dir, self, Options{})
-			var fe *FindingsError
-			if !errors.As(err, &fe) {
-				t.Fatalf("%s: Build(%s) = %v, want findings", tc.reason, tc.dir, err)
-			}
-			if diff := cmp.Diff(tc.want, fe.Report); diff != "" {
-				t.Errorf("%s\nfindings (-want +got):\n%s", tc.reason, diff)
-			}
-		})
+		// The same whether the render runs in process or as kustomize runs it.
+		for _, slow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/NoFastPath=%v", name, slow), func(t *testing.T) {
+				root := t.TempDir()
+				writeTree(t, root, tc.files)
+				t.Chdir(root)
+				_, err := Build(tc.dir, self, Options{NoFastPath: slow})
+				var fe *FindingsError
+				if !errors.As(err, &fe) {
+					t.Fatalf("%s: Build(%s) = %v, want findings", tc.reason, tc.dir, err)
+				}
+				if diff := cmp.Diff(tc.want, fe.Report); diff != "" {
+					t.Errorf("%s\nfindings (-want +got):\n%s", tc.reason, diff)
+				}
+			})
+		}
 	}
 }

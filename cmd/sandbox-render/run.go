@@ -43,7 +43,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 
 func usageErr(format string, args ...any) error {
 	return &exitError{exitUsage, fmt.Errorf(format, args...)}
@@ -136,7 +141,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			if !bytes.Contains(data, []byte("ResourceList")) {
 				return usageErr("no command given and standard input is not a KRM ResourceList; see sandbox-render --help")
 			}
-			return runFunction(data, stdout, stderr)
+			return runFunction(data, stdout, stderr, "")
 		},
 	}
 	root.SuggestionsMinimumDistance = 2
@@ -151,7 +156,8 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 }
 
 func fnCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var resultsDir string
+	cmd := &cobra.Command{
 		Use:   "fn",
 		Short: "Run as a KRM function: a ResourceList on standard input, the result on standard output",
 		Long: `Runs as a KRM function (the same as running with no command and a ResourceList on standard
@@ -170,12 +176,19 @@ invalid.` + fnExitCodesHelp,
 			if err != nil {
 				return usageErr("reading standard input: %v", err)
 			}
-			return runFunction(data, stdout, stderr)
+			return runFunction(data, stdout, stderr, resultsDir)
 		},
 	}
+	// sandbox-render build passes it when kustomize runs the function, to place the findings
+	// itself (see kbuild.ResultsDirFlag); not for people, so not in --help.
+	cmd.Flags().StringVar(&resultsDir, kbuild.ResultsDirFlag, "", "write the results of a failure into this directory instead of standard error")
+	cmd.Flags().Lookup(kbuild.ResultsDirFlag).Hidden = true
+	return cmd
 }
 
-func runFunction(data []byte, stdout, stderr io.Writer) error {
+// runFunction runs the KRM function on a ResourceList. With resultsDir, the results of a failure
+// on the input are written there, for sandbox-render build to report, and not printed.
+func runFunction(data []byte, stdout, stderr io.Writer, resultsDir string) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return usageErr("standard input is empty; the function reads a ResourceList there")
 	}
@@ -185,6 +198,11 @@ func runFunction(data []byte, stdout, stderr io.Writer) error {
 	}
 	var results framework.Results
 	if errors.As(err, &results) {
+		if resultsDir != "" && results.ExitCode() != 0 && !configError(results) {
+			if err := kbuild.WriteResults(resultsDir, results); err == nil {
+				return &exitError{code: exitFindings} // reported by the build
+			}
+		}
 		fmt.Fprint(stderr, krm.Format(results))
 		if results.ExitCode() == 0 {
 			return nil
@@ -639,7 +657,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		fmt.Fprintf(stderr, "sandbox-render: %v\n", ee.err)
+		if ee.err != nil { // nil: nothing to add (the findings went to sandbox-render build)
+			fmt.Fprintf(stderr, "sandbox-render: %v\n", ee.err)
+		}
 		return ee.code
 	}
 	// cobra's own errors: unknown commands and flags, wrong argument counts.
