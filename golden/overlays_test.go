@@ -90,6 +90,17 @@ func TestKustomizeReportsFindings(t *testing.T) {
 	dir := filepath.Join("testdata", "kustomize", "claim-env-disallowed")
 	const finding = "error: SandboxClaim team-a/my-claim: spec.env: Forbidden: EnvVarsInjectionRejected: " +
 		"environment variable injection rejected: environment variable injection is not allowed by the template policy\n"
+	// noOrigins is the tree without buildMetadata: [originAnnotations], its function at self.
+	noOrigins := t.TempDir()
+	for _, name := range []string{"kustomization.yaml", "template.yaml", "claim.yaml", "render.yaml"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.Replace(b, []byte("buildMetadata: [originAnnotations]\n"), nil, 1)
+		b = bytes.Replace(b, []byte("../../../../bin/sandbox-render"), []byte(self), 1)
+		writeFile(t, filepath.Join(noOrigins, name), b)
+	}
 	cases := map[string]struct {
 		reason string
 		args   []string
@@ -101,10 +112,21 @@ func TestKustomizeReportsFindings(t *testing.T) {
 			args:   []string{kustomize, "build", "--enable-alpha-plugins", "--enable-exec", dir},
 			want:   "claim.yaml: " + finding + "sandbox-render: the input has problems\nError: couldn't execute function: exit status 1 \n",
 		},
+		"kustomize without originAnnotations": {
+			reason: "kustomize gives the function no file: the finding names the object and the field, and the function says how to get the file",
+			args:   []string{kustomize, "build", "--enable-alpha-plugins", "--enable-exec", noOrigins},
+			want: finding + "sandbox-render: the input has problems; no item names its file " +
+				"(kustomize names them with buildMetadata: [originAnnotations] in the kustomization)\nError: couldn't execute function: exit status 1 \n",
+		},
 		"sandbox-render build": {
 			reason: "the file as the tree was given, and the document and line",
 			args:   []string{self, "build", dir},
 			want:   filepath.Join(dir, "claim.yaml") + ": document 1 (line 1): " + finding + "sandbox-render: the input has problems; nothing was written\n",
+		},
+		"sandbox-render build without originAnnotations": {
+			reason: "the same: the build asks kustomize for origins",
+			args:   []string{self, "build", noOrigins},
+			want:   filepath.Join(noOrigins, "claim.yaml") + ": document 1 (line 1): " + finding + "sandbox-render: the input has problems; nothing was written\n",
 		},
 	}
 	for name, tc := range cases {

@@ -212,9 +212,27 @@ func runFunction(data []byte, stdout, stderr io.Writer, resultsDir string) error
 			// command: a configuration error is 2, not a problem of the input.
 			return usageErr("the functionConfig is invalid")
 		}
+		if unfiled(results) {
+			return &exitError{exitFindings, errors.New("the input has problems; no item names its file " +
+				"(kustomize names them with buildMetadata: [originAnnotations] in the kustomization)")}
+		}
 		return &exitError{exitFindings, errors.New("the input has problems")}
 	}
 	return usageErr("%v", err)
+}
+
+// unfiled tells whether an object's finding names no file. kustomize (v5.8.2) tells a function the
+// file of an item only with buildMetadata: [originAnnotations] in the kustomization; otherwise
+// the item carries kustomize's ids and its place in the list, and the finding names the object
+// and the field alone. kustomize drops a failing function's results and shows its standard
+// error: this is where a person learns how to get the file.
+func unfiled(results framework.Results) bool {
+	for _, r := range results {
+		if r.Severity == framework.Error && r.ResourceRef != nil && (r.File == nil || r.File.Path == "") {
+			return true
+		}
+	}
+	return false
 }
 
 // configError tells whether the function failed on its configuration alone: krm reports it as
@@ -411,7 +429,8 @@ linear in the number of objects, where kustomize's handling of a function's outp
 Where that cannot give kustomize's bytes (validators, vars, buildMetadata other than
 originAnnotations, non-legacy sortOptions, local-config objects, or names changed by namePrefix,
 nameSuffix or hashed generators), the build runs the function as kustomize does and says so on
-standard error. Problems name the file of the object even without originAnnotations.
+standard error. Either way problems name the file (as DIR was given), the document and the line,
+as render's do, even without originAnnotations.
 
 A tree holding agent-sandbox objects but no SandboxRender transformer, or a SandboxRender config
 listed under resources:, is an error: the output would carry custom resources with nothing
