@@ -187,8 +187,13 @@ type function struct {
 	path, results string
 }
 
+// remote tells a kustomization kustomize fetches (a URL) from one on disk.
+func remote(dir string) bool {
+	return strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@")
+}
+
 func build(dir string, fn function, o Options, e *elider) (*Result, error) {
-	if strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@") {
+	if remote(dir) {
 		// A remote kustomization: kustomize fetches it; nothing to plan on disk.
 		return slowBuild(dir, fn, "", e)
 	}
@@ -439,16 +444,15 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 	m, err := krusty.MakeKustomizer(opts).Run(fs, dir)
 	// A file render would refuse to read is a problem of the input whatever kustomize made of
 	// it (it stops on the error ReadFile returned, in words of its own around ours).
-	p := newPlacer(dir, fs.sources())
-	if bad := fs.unreadable(p); bad != nil {
-		return nil, bad
+	if bad := fs.unreadable(); len(bad) > 0 {
+		return nil, newPlacer(dir, nil).unreadable(bad)
 	}
 	if err != nil {
 		// A file render cannot read, not named as YAML, that kustomize failed on: placed as
 		// render places it (kustomize counts the line from the start of the document, and
 		// names neither the document nor, for a transformer's config, the file).
-		if bad := fs.unnamedUnreadable(p, err); bad != nil {
-			return nil, bad
+		if bad := fs.unnamedUnreadable(err); len(bad) > 0 {
+			return nil, newPlacer(dir, nil).unreadable(bad)
 		}
 		if m := execFailure.FindStringSubmatch(err.Error()); m != nil && m[1] == "1" {
 			results, rerr := readResults(fs.fn.results)
@@ -456,7 +460,7 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 				return nil, rerr
 			}
 			if len(results) > 0 {
-				return nil, p.findings(results)
+				return nil, newPlacer(dir, fs.sources()).findings(results)
 			}
 		}
 		return nil, cleanError(err)
@@ -578,27 +582,19 @@ type badFile struct {
 	err  error
 }
 
-// unreadable is the files of the tree render would refuse to read, as findings named by p, or
-// nil.
-func (f selfFS) unreadable(p *placer) error {
+// unreadable is the files named as YAML that render would refuse to read.
+func (f selfFS) unreadable() []badFile {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(*f.bad) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	for _, bad := range *f.bad {
-		b.WriteString(p.name(bad.path) + ": " + bad.err.Error() + "\n")
-	}
-	return &FindingsError{Report: b.String(), Count: len(*f.bad)}
+	return slices.Clone(*f.bad)
 }
 
 // unnamedUnreadable is what made kustomize fail with err, when it is a file render would refuse
-// to read and that is not named as YAML, as findings named by p; or nil. kustomize stops at the
-// first problem: the file it read last, if render refuses it (a patch kustomize cannot parse,
-// naming no line); or, when kustomize's error is a YAML error (it read the configs of every
-// transformer before it parses any), the files render refuses.
-func (f selfFS) unnamedUnreadable(p *placer, err error) error {
+// to read and that is not named as YAML; or nil. kustomize stops at the first problem: the file it
+// read last, if render refuses it (a patch kustomize cannot parse, naming no line); or, when
+// kustomize's error is a YAML error (it reads the configs of every transformer before it parses
+// any), the files render refuses.
+func (f selfFS) unnamedUnreadable(err error) []badFile {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var bad []badFile
@@ -611,14 +607,7 @@ func (f selfFS) unnamedUnreadable(p *placer, err error) error {
 			bad = append(bad, u)
 		}
 	}
-	if len(bad) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	for _, u := range bad {
-		b.WriteString(p.name(u.path) + ": " + u.err.Error() + "\n")
-	}
-	return &FindingsError{Report: b.String(), Count: len(bad)}
+	return bad
 }
 
 // check checks a file read as YAML, the original bytes of a replaced one included, and records

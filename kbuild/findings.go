@@ -38,7 +38,7 @@ func newPlacer(dir string, read []source) *placer {
 	for _, s := range read {
 		p.read[s.path] = s.data
 	}
-	if strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@") {
+	if remote(dir) {
 		return p
 	}
 	a := abs(dir)
@@ -49,9 +49,9 @@ func newPlacer(dir string, read []source) *placer {
 	return p
 }
 
-// name is a path of the build as the person named the tree: an absolute path (a file kustomize
-// read) relative to the tree when it lies in or beside it, a path relative to the tree (an origin)
-// joined to the tree as given.
+// name is a path of the build as the person named the tree: a path relative to the tree (an
+// origin) or an absolute one (a file kustomize read) made relative to it, joined to the tree as
+// given.
 func (p *placer) name(path string) string {
 	if len(p.roots) == 0 {
 		return path
@@ -136,6 +136,16 @@ func (p *placer) place(results framework.Results) framework.Results {
 		out[i] = &c
 	}
 	return out
+}
+
+// unreadable is the report of files render would refuse to read: one line per file, led by its
+// name, as render reports YAML it cannot read.
+func (p *placer) unreadable(bad []badFile) *FindingsError {
+	var b strings.Builder
+	for _, u := range bad {
+		b.WriteString(p.name(u.path) + ": " + u.err.Error() + "\n")
+	}
+	return &FindingsError{Report: b.String(), Count: len(bad)}
 }
 
 // findings is the report of results: one line per result, as render writes its findings.
