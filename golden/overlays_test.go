@@ -81,27 +81,65 @@ func runCmd(t *testing.T, name string, args ...string) []byte {
 
 // TestKustomizeReportsFindings: a malformed input makes the function, run by real kustomize, exit
 // non-zero with a finding that names the file, the object and the field; sandbox-render build
-// fails the same way.
+// fails the same way, placing the finding in its document as render does. kustomize drops the
+// function's results on a failure: what a person sees is the function's standard error, then
+// kustomize's own line.
 func TestKustomizeReportsFindings(t *testing.T) {
 	kustomize := testenv.Tool(t, "kustomize")
 	self := testenv.SandboxRender(t)
 	dir := filepath.Join("testdata", "kustomize", "claim-env-disallowed")
-	want := "claim.yaml: error: SandboxClaim team-a/my-claim: spec.env: Forbidden: EnvVarsInjectionRejected: " +
-		"environment variable injection rejected: environment variable injection is not allowed by the template policy"
-	for name, args := range map[string][]string{
-		"kustomize":      {kustomize, "build", "--enable-alpha-plugins", "--enable-exec", dir},
-		"sandbox-render": {self, "build", dir},
-	} {
+	const finding = "error: SandboxClaim team-a/my-claim: spec.env: Forbidden: EnvVarsInjectionRejected: " +
+		"environment variable injection rejected: environment variable injection is not allowed by the template policy\n"
+	// noOrigins is the tree without buildMetadata: [originAnnotations], its function at self.
+	noOrigins := t.TempDir()
+	for _, name := range []string{"kustomization.yaml", "template.yaml", "claim.yaml", "render.yaml"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.Replace(b, []byte("buildMetadata: [originAnnotations]\n"), nil, 1)
+		b = bytes.Replace(b, []byte("../../../../bin/sandbox-render"), []byte(self), 1)
+		writeFile(t, filepath.Join(noOrigins, name), b)
+	}
+	cases := map[string]struct {
+		reason string
+		args   []string
+		// want is standard error.
+		want string
+	}{
+		"kustomize": {
+			reason: "the origin annotation names the file, relative to the tree kustomize builds, and no document",
+			args:   []string{kustomize, "build", "--enable-alpha-plugins", "--enable-exec", dir},
+			want:   "claim.yaml: " + finding + "sandbox-render: the input has problems\nError: couldn't execute function: exit status 1 \n",
+		},
+		"kustomize without originAnnotations": {
+			reason: "kustomize gives the function no file: the finding names the object and the field, and the function says how to get the file",
+			args:   []string{kustomize, "build", "--enable-alpha-plugins", "--enable-exec", noOrigins},
+			want: finding + "sandbox-render: the input has problems; no item names its file " +
+				"(kustomize names them with buildMetadata: [originAnnotations] in the kustomization)\nError: couldn't execute function: exit status 1 \n",
+		},
+		"sandbox-render build": {
+			reason: "the file as the tree was given, and the document and line",
+			args:   []string{self, "build", dir},
+			want:   filepath.Join(dir, "claim.yaml") + ": document 1 (line 1): " + finding + "sandbox-render: the input has problems; nothing was written\n",
+		},
+		"sandbox-render build without originAnnotations": {
+			reason: "the same: the build asks kustomize for origins",
+			args:   []string{self, "build", noOrigins},
+			want:   filepath.Join(noOrigins, "claim.yaml") + ": document 1 (line 1): " + finding + "sandbox-render: the input has problems; nothing was written\n",
+		},
+	}
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(args[0], args[1:]...)
+			cmd := exec.Command(tc.args[0], tc.args[1:]...)
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
 			if err == nil {
-				t.Fatalf("the build succeeded:\n%s", stdout.String())
+				t.Fatalf("%s: the build succeeded:\n%s", tc.reason, stdout.String())
 			}
-			if !strings.Contains(stderr.String(), want) {
-				t.Errorf("stderr lacks the finding %q:\n%s", want, stderr.String())
+			if diff := cmp.Diff(tc.want, stderr.String()); diff != "" {
+				t.Errorf("%s\nstandard error (-want +got):\n%s", tc.reason, diff)
 			}
 			if stdout.Len() > 0 {
 				t.Errorf("a failed build wrote output:\n%s", stdout.String())

@@ -152,7 +152,13 @@ func Build(dir, self string, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	res, err := build(dir, self, o, e)
+	results, err := os.MkdirTemp("", "sandbox-render-results-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(results)
+	fn := function{path: self, results: results}
+	res, err := build(dir, fn, o, e)
 	if e == nil || e.empty() {
 		return res, err
 	}
@@ -172,13 +178,24 @@ func Build(dir, self string, o Options) (*Result, error) {
 		}
 	}
 	// kustomize may have read an elided mapping, or failed on one: build again as it is.
-	return build(dir, self, o, nil)
+	return build(dir, fn, o, nil)
 }
 
-func build(dir, self string, o Options, e *elider) (*Result, error) {
-	if strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@") {
+// function is how a build runs SandboxRender function configs when kustomize runs them: the
+// executable (sandbox-render), and the directory it writes its results into (ResultsDirFlag).
+type function struct {
+	path, results string
+}
+
+// remote tells a kustomization kustomize fetches (a URL) from one on disk.
+func remote(dir string) bool {
+	return strings.Contains(dir, "://") || strings.HasPrefix(dir, "git@")
+}
+
+func build(dir string, fn function, o Options, e *elider) (*Result, error) {
+	if remote(dir) {
 		// A remote kustomization: kustomize fetches it; nothing to plan on disk.
-		return slowBuild(dir, self, "", e)
+		return slowBuild(dir, fn, "", e)
 	}
 	if info, err := os.Stat(dir); err != nil {
 		return nil, err
@@ -196,13 +213,13 @@ func build(dir, self string, o Options, e *elider) (*Result, error) {
 		reason = plan.reason
 	}
 	if plan.config != nil && reason == "" {
-		res, fallback, err := fastBuild(dir, self, plan, e)
+		res, fallback, err := fastBuild(dir, fn, plan, e)
 		if err != nil || fallback == "" {
 			return res, err
 		}
 		reason = fallback
 	}
-	res, err := slowBuild(dir, self, plan.kustPath, e)
+	res, err := slowBuild(dir, fn, plan.kustPath, e)
 	if res != nil && plan.config != nil {
 		res.FallbackReason = reason
 	}
@@ -298,8 +315,8 @@ func isSandboxRenderConfig(b []byte) bool {
 // kustomize then fixes the references to them in every object, rendered ones included.
 var renameRisk = regexp.MustCompile(`(?m)^\s*(namePrefix|nameSuffix|configMapGenerator|secretGenerator|vars)\s*:|kind:\s*(PrefixSuffixTransformer|PrefixTransformer|SuffixTransformer|HashTransformer|ConfigMapGenerator|SecretGenerator)\b|allowNameChange|needs-hash|config\.kubernetes\.io/local-config`)
 
-func fastBuild(dir, self string, p *fastPlan, e *elider) (*Result, string, error) {
-	fs := newSelfFS(self, e)
+func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string, error) {
+	fs := newSelfFS(fn, e)
 	fs.replace = map[string][]byte{abs(p.kustPath): p.rewritten}
 	m, err := run(fs, dir)
 	if err != nil {
@@ -329,13 +346,7 @@ func fastBuild(dir, self string, p *fastPlan, e *elider) (*Result, string, error
 		return nil, "", err
 	}
 	if results.ExitCode() != 0 {
-		rel := results
-		for _, r := range rel {
-			if r.File != nil && r.File.Path != "" && !filepath.IsAbs(r.File.Path) {
-				r.File.Path = filepath.Join(dir, r.File.Path)
-			}
-		}
-		return nil, "", &FindingsError{Report: krm.Format(rel), Count: len(rel)}
+		return nil, "", newPlacer(dir, fs.sources()).findings(results)
 	}
 	if !p.origins {
 		if err := m.RemoveOriginAnnotations(); err != nil {
@@ -391,8 +402,8 @@ func objects(m resmap.ResMap) []Object {
 
 // slowBuild is kustomize running the function. It asks kustomize for origin annotations, so the
 // function's findings name their files, and removes them again unless the user asked for them.
-func slowBuild(dir, self, kustPath string, e *elider) (*Result, error) {
-	fs := newSelfFS(self, e)
+func slowBuild(dir string, fn function, kustPath string, e *elider) (*Result, error) {
+	fs := newSelfFS(fn, e)
 	asked := true
 	if b, err := os.ReadFile(kustPath); err == nil {
 		var k map[string]any
@@ -433,10 +444,25 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 	m, err := krusty.MakeKustomizer(opts).Run(fs, dir)
 	// A file render would refuse to read is a problem of the input whatever kustomize made of
 	// it (it stops on the error ReadFile returned, in words of its own around ours).
-	if bad := fs.unreadable(); bad != nil {
-		return nil, bad
+	if bad := fs.unreadable(); len(bad) > 0 {
+		return nil, newPlacer(dir, nil).unreadable(bad)
 	}
 	if err != nil {
+		// A file render cannot read, not named as YAML, that kustomize failed on: placed as
+		// render places it (kustomize counts the line from the start of the document, and
+		// names neither the document nor, for a transformer's config, the file).
+		if bad := fs.unnamedUnreadable(err); len(bad) > 0 {
+			return nil, newPlacer(dir, nil).unreadable(bad)
+		}
+		if m := execFailure.FindStringSubmatch(err.Error()); m != nil && m[1] == "1" {
+			results, rerr := readResults(fs.fn.results)
+			if rerr != nil {
+				return nil, rerr
+			}
+			if len(results) > 0 {
+				return nil, newPlacer(dir, fs.sources()).findings(results)
+			}
+		}
 		return nil, cleanError(err)
 	}
 	return m, nil
@@ -445,17 +471,16 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 // checkYAML reads a file of the tree as render reads YAML (manifest/yamlread): kustomize's reader
 // takes the last of two equal keys, UTF-16, and aliases that expand without bound, so a
 // kustomization with resources: listed twice built from the second list alone.
-func checkYAML(path string, b []byte) error {
+// The error names the document and the line in the file, as render's does; the caller adds the
+// file.
+func checkYAML(b []byte) error {
 	nodes, err := yamlread.ReadNodes(b)
 	for i := 0; err == nil && i < len(nodes); i++ {
 		if _, verr := yamlread.NodeValue(nodes[i].Node); verr != nil {
 			err = fmt.Errorf("document %d, %w", nodes[i].Index, verr)
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return err
 }
 
 // isYAMLFile tells the files a build reads as YAML: kustomizations, and resources, patches and
@@ -501,8 +526,8 @@ func generatorFiles(kustPath string, k map[string]any) []string {
 	return out
 }
 
-// execFailure is how kustomize wraps an exec function's failure; the function has written its own
-// findings to standard error before.
+// execFailure is how kustomize wraps an exec function's failure; the function has written its
+// results for the build (exit status 1), or its own messages to standard error, before.
 var execFailure = regexp.MustCompile(`couldn't execute function: exit status (\d+)`)
 
 // cleanError turns kustomize's report of a failed exec function into a short error: the
@@ -526,36 +551,63 @@ func abs(p string) string {
 	return a
 }
 
-// selfFS is the disk, except that SandboxRender function configs read through it name self as
-// their exec path, files in replace are read with the given content, and, with an elider, wide
+// selfFS is the disk, except that SandboxRender function configs read through it run fn (see
+// rewriteExecPath), files in replace are read with the given content, and, with an elider, wide
 // mappings are elided. Other files, and other functions, are read as they are. It records every
 // file read.
 type selfFS struct {
 	filesys.FileSystem
-	self    string
+	fn      function
 	replace map[string][]byte
 	elide   *elider
 	mu      *sync.Mutex
 	read    *[]source
 	ours    *bool
 	// bad are the files render would refuse to read (checkYAML); data are the generators' files,
-	// which are not YAML to check.
-	bad  *[]error
-	data map[string]bool
+	// which are not YAML to check. unnamed are the files render would refuse to read that are
+	// not named as YAML (*.yaml, *.yml, *.json): kustomize reads resources, patches and configs
+	// as YAML whatever their names, but such a file may be data (of a generator given as an
+	// object), so it fails the build only when kustomize fails on it (see unnamedUnreadable);
+	// last is the file read last.
+	bad     *[]badFile
+	data    map[string]bool
+	unnamed *[]badFile
+	last    *string
 }
 
-// unreadable is the files of the tree render would refuse to read, as findings, or nil.
-func (f selfFS) unreadable() error {
+// badFile is a file render would refuse to read, by the absolute path kustomize read it at, and
+// why.
+type badFile struct {
+	path string
+	err  error
+}
+
+// unreadable is the files named as YAML that render would refuse to read.
+func (f selfFS) unreadable() []badFile {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(*f.bad) == 0 {
-		return nil
+	return slices.Clone(*f.bad)
+}
+
+// unnamedUnreadable is what made kustomize fail with err, when it is a file render would refuse
+// to read and that is not named as YAML; or nil. kustomize stops at the first problem: the file it
+// read last, if render refuses it (a patch kustomize cannot parse, naming no line); or, when
+// kustomize's error is a YAML error (it reads the configs of every transformer before it parses
+// any), the files render refuses.
+func (f selfFS) unnamedUnreadable(err error) []badFile {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var bad []badFile
+	for _, u := range *f.unnamed {
+		if u.path == *f.last {
+			bad = []badFile{u}
+			break
+		}
+		if strings.Contains(err.Error(), "yaml: ") {
+			bad = append(bad, u)
+		}
 	}
-	var b strings.Builder
-	for _, err := range *f.bad {
-		b.WriteString(err.Error() + "\n")
-	}
-	return &FindingsError{Report: b.String(), Count: len(*f.bad)}
+	return bad
 }
 
 // check checks a file read as YAML, the original bytes of a replaced one included, and records
@@ -563,12 +615,19 @@ func (f selfFS) unreadable() error {
 func (f selfFS) check(path string, b []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !isYAMLFile(path) || f.data[abs(path)] {
+	*f.last = path
+	if f.data[abs(path)] {
 		return nil
 	}
-	if err := checkYAML(path, b); err != nil {
-		*f.bad = append(*f.bad, err)
-		return err
+	if !isYAMLFile(path) {
+		if err := checkYAML(b); err != nil {
+			*f.unnamed = append(*f.unnamed, badFile{path, err})
+		}
+		return nil
+	}
+	if err := checkYAML(b); err != nil {
+		*f.bad = append(*f.bad, badFile{path, err})
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if slices.Contains(kustomizationNames, filepath.Base(path)) {
 		var k map[string]any
@@ -586,9 +645,9 @@ type source struct {
 	data []byte
 }
 
-func newSelfFS(self string, e *elider) selfFS {
-	return selfFS{FileSystem: filesys.MakeFsOnDisk(), self: self, elide: e, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool),
-		bad: &[]error{}, data: map[string]bool{}}
+func newSelfFS(fn function, e *elider) selfFS {
+	return selfFS{FileSystem: filesys.MakeFsOnDisk(), fn: fn, elide: e, mu: &sync.Mutex{}, read: &[]source{}, ours: new(bool),
+		bad: &[]badFile{}, data: map[string]bool{}, unnamed: &[]badFile{}, last: new(string)}
 }
 
 func (f selfFS) ReadFile(path string) ([]byte, error) {
@@ -611,7 +670,7 @@ func (f selfFS) ReadFile(path string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	out, changed, err := rewriteExecPath(b, f.self)
+	out, changed, err := rewriteExecPath(b, f.fn)
 	if changed {
 		f.mu.Lock()
 		*f.ours = true
@@ -640,7 +699,10 @@ func (f selfFS) renders() bool {
 	return *f.ours
 }
 
-func rewriteExecPath(b []byte, self string) ([]byte, bool, error) {
+// rewriteExecPath points the exec function of the SandboxRender configs in b at fn: its path, and
+// arguments that make it write its results for the build (ResultsDirFlag). Our function takes no
+// arguments, so none are lost.
+func rewriteExecPath(b []byte, fn function) ([]byte, bool, error) {
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(b), OmitReaderAnnotations: true}).Read()
 	if err != nil {
 		return b, false, nil // not ours to judge; kustomize will report it
@@ -650,15 +712,18 @@ func rewriteExecPath(b []byte, self string) ([]byte, bool, error) {
 		if n.GetApiVersion() != krm.APIVersion || n.GetKind() != krm.Kind {
 			continue
 		}
-		spec := n.GetAnnotations()[functionAnnotation]
-		var fn struct {
+		annotation := n.GetAnnotations()[functionAnnotation]
+		var spec struct {
 			Exec map[string]any `json:"exec,omitempty"`
 		}
-		if spec == "" || yaml.Unmarshal([]byte(spec), &fn) != nil || fn.Exec == nil {
+		if annotation == "" || yaml.Unmarshal([]byte(annotation), &spec) != nil || spec.Exec == nil {
 			continue
 		}
-		fn.Exec["path"] = self
-		out, err := yaml.Marshal(fn)
+		spec.Exec["path"] = fn.path
+		if fn.results != "" {
+			spec.Exec["args"] = []string{"fn", "--" + ResultsDirFlag + "=" + fn.results}
+		}
+		out, err := yaml.Marshal(spec)
 		if err != nil {
 			return nil, false, err
 		}

@@ -173,9 +173,9 @@ func TestOnePassBuildIsKustomizeBuild(t *testing.T) {
 	}
 }
 
-// TestExecPathNamesFiles: where the one-pass render does not apply, the function still names the
-// file of a finding without originAnnotations in the kustomization, and kustomize's wrapping of
-// its failure does not follow it.
+// TestExecPathNamesFiles: where the one-pass render does not apply, a finding still names its file
+// (without originAnnotations in the kustomization), its document and line, and kustomize's
+// wrapping of the function's failure does not follow it.
 func TestExecPathNamesFiles(t *testing.T) {
 	self := testenv.SandboxRender(t)
 	dir := tree(t, 1, "", "mode: expand")
@@ -187,7 +187,7 @@ func TestExecPathNamesFiles(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
 		t.Fatalf("exit %d (%v), want 1; stderr:\n%s", code, err, stderr.String())
 	}
-	if want := "pool.yaml: error: SandboxWarmPool sandboxes/python: spec.sandboxTemplateRef.name: Not found"; !strings.Contains(stderr.String(), want) {
+	if want := filepath.Join(dir, "pool.yaml") + `: document 1 (line 1): error: SandboxWarmPool sandboxes/python: spec.sandboxTemplateRef.name: Not found: "missing"`; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 	}
 	if strings.Contains(stderr.String(), "couldn't execute function") {

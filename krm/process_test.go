@@ -2,6 +2,7 @@ package krm
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -183,6 +184,72 @@ func TestErrorsBecomeResults(t *testing.T) {
 	// The items are still written, unchanged: nothing half-rendered.
 	if diff := cmp.Diff([]string{"Sandbox/agent", "ConfigMap/untouched"}, kinds(items(t, out))); diff != "" {
 		t.Errorf("items (-want +got):\n%s", diff)
+	}
+}
+
+// TestKustomizeAnnotations: the file of a finding is what kustomize tells the function, no more.
+// kustomize v5.8.2 annotates every item it sends an exec function with its own ids and the item's
+// place in the list (config.kubernetes.io/index, which is no document of a file), and with
+// buildMetadata: [originAnnotations] with the item's file relative to the tree it builds (the
+// origin), with no document; these are the annotations it sent, read from its standard input.
+func TestKustomizeAnnotations(t *testing.T) {
+	const item = `
+apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  annotations:%s
+    kustomize.config.k8s.io/id: |
+      group: agents.x-k8s.io
+      kind: Sandbox
+      name: agent
+      namespace: default
+      version: v1beta1
+    config.kubernetes.io/index: '1'
+    internal.config.kubernetes.io/index: '1'
+    internal.config.kubernetes.io/annotations-migration-resource-id: '1'
+    internal.config.kubernetes.io/id: '2'
+    config.k8s.io/id: '2'
+  name: agent
+  namespace: default
+spec:
+  operatingMode: Paused
+  podTemplate:
+    spec:
+      containers:
+      - name: agent
+        image: agent:1
+`
+	cases := map[string]struct {
+		reason      string
+		annotations string
+		want        *framework.File
+	}{
+		"ListPositionOnly": {
+			reason: "without originAnnotations kustomize gives no file: its index is the item's place in the list, not a document",
+		},
+		"Origin": {
+			reason:      "the origin names the file, relative to the tree kustomize builds, and no document",
+			annotations: "\n    config.kubernetes.io/origin: |\n      path: sub/agent.yaml",
+			want:        &framework.File{Path: "sub/agent.yaml"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := run(t, "", fmt.Sprintf(item, tc.annotations))
+			if err == nil {
+				t.Fatalf("%s: an invalid Sandbox did not fail the function", tc.reason)
+			}
+			want := []framework.Result{{
+				Message:     `Sandbox default/agent: spec.operatingMode: Unsupported value: "Paused": supported values: "Running", "Suspended"`,
+				Severity:    framework.Error,
+				ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "agents.x-k8s.io/v1beta1", Kind: "Sandbox"}, NameMeta: kyaml.NameMeta{Name: "agent", Namespace: "default"}},
+				Field:       &framework.Field{Path: "spec.operatingMode", CurrentValue: "Paused"},
+				File:        tc.want,
+			}}
+			if diff := cmp.Diff(want, resultsOf(t, out)); diff != "" {
+				t.Errorf("%s\nresults (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
 

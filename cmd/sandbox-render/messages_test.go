@@ -148,10 +148,49 @@ func TestChildOfTwoParentsBuild(t *testing.T) {
 	if code := run([]string{"build", dir}, strings.NewReader(""), &stdout, &stderr); code != exitFindings {
 		t.Fatalf("build exited %d, want %d; standard error:\n%s", code, exitFindings, stderr.String())
 	}
-	// kustomize's origins give the file, not the document.
-	want := filepath.Join(dir, "c.yaml") + `: error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
+	// kustomize's origins give the file; the document and line are found in it, as render gives them.
+	want := filepath.Join(dir, "c.yaml") + `: document 1 (line 1): error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
 		"sandbox-render: the input has problems; nothing was written\n"
 	if diff := cmp.Diff(want, stderr.String()); diff != "" {
 		t.Errorf("standard error (-want +got):\n%s", diff)
+	}
+}
+
+// TestFunctionFindingMessages: the function's findings on standard error, which is all kustomize
+// shows of them (it drops a failing function's results), name the file kustomize gave, or say how
+// to get it.
+func TestFunctionFindingMessages(t *testing.T) {
+	list := func(annotations string) string {
+		return "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: agents.x-k8s.io/v1beta1\n  kind: Sandbox\n  metadata:\n    name: x\n    namespace: ns\n" +
+			annotations + "  spec: {}\n"
+	}
+	const finding = "error: Sandbox ns/x: spec.podTemplate: Required value\n"
+	cases := map[string]struct {
+		reason string
+		stdin  string
+		want   string
+	}{
+		"NoFile": {
+			reason: "kustomize without originAnnotations gives no file: the finding named the object and field, and nothing said how to get the file",
+			stdin:  list("    annotations:\n      config.kubernetes.io/index: '0'\n"),
+			want: finding + "sandbox-render: the input has problems; no item names its file " +
+				"(kustomize names them with buildMetadata: [originAnnotations] in the kustomization)\n",
+		},
+		"Origin": {
+			reason: "with originAnnotations the finding names the file kustomize gives, relative to the tree",
+			stdin:  list("    annotations:\n      config.kubernetes.io/origin: |\n        path: sub/x.yaml\n"),
+			want:   "sub/x.yaml: " + finding + "sandbox-render: the input has problems\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"fn"}, strings.NewReader(tc.stdin), &stdout, &stderr); code != exitFindings {
+				t.Fatalf("%s: exit %d, want %d; standard error:\n%s", tc.reason, code, exitFindings, stderr.String())
+			}
+			if diff := cmp.Diff(tc.want, stderr.String()); diff != "" {
+				t.Errorf("%s\nstandard error (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -43,7 +43,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 
 func usageErr(format string, args ...any) error {
 	return &exitError{exitUsage, fmt.Errorf(format, args...)}
@@ -136,7 +141,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			if !bytes.Contains(data, []byte("ResourceList")) {
 				return usageErr("no command given and standard input is not a KRM ResourceList; see sandbox-render --help")
 			}
-			return runFunction(data, stdout, stderr)
+			return runFunction(data, stdout, stderr, "")
 		},
 	}
 	root.SuggestionsMinimumDistance = 2
@@ -151,7 +156,8 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 }
 
 func fnCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var resultsDir string
+	cmd := &cobra.Command{
 		Use:   "fn",
 		Short: "Run as a KRM function: a ResourceList on standard input, the result on standard output",
 		Long: `Runs as a KRM function (the same as running with no command and a ResourceList on standard
@@ -170,12 +176,19 @@ invalid.` + fnExitCodesHelp,
 			if err != nil {
 				return usageErr("reading standard input: %v", err)
 			}
-			return runFunction(data, stdout, stderr)
+			return runFunction(data, stdout, stderr, resultsDir)
 		},
 	}
+	// sandbox-render build passes it when kustomize runs the function, to place the findings
+	// itself (see kbuild.ResultsDirFlag); not for people, so not in --help.
+	cmd.Flags().StringVar(&resultsDir, kbuild.ResultsDirFlag, "", "write the results of a failure into this directory instead of standard error")
+	cmd.Flags().Lookup(kbuild.ResultsDirFlag).Hidden = true
+	return cmd
 }
 
-func runFunction(data []byte, stdout, stderr io.Writer) error {
+// runFunction runs the KRM function on a ResourceList. With resultsDir, the results of a failure
+// on the input are written there, for sandbox-render build to report, and not printed.
+func runFunction(data []byte, stdout, stderr io.Writer, resultsDir string) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return usageErr("standard input is empty; the function reads a ResourceList there")
 	}
@@ -185,6 +198,11 @@ func runFunction(data []byte, stdout, stderr io.Writer) error {
 	}
 	var results framework.Results
 	if errors.As(err, &results) {
+		if resultsDir != "" && results.ExitCode() != 0 && !configError(results) {
+			if err := kbuild.WriteResults(resultsDir, results); err == nil {
+				return &exitError{code: exitFindings} // reported by the build
+			}
+		}
 		fmt.Fprint(stderr, krm.Format(results))
 		if results.ExitCode() == 0 {
 			return nil
@@ -194,9 +212,27 @@ func runFunction(data []byte, stdout, stderr io.Writer) error {
 			// command: a configuration error is 2, not a problem of the input.
 			return usageErr("the functionConfig is invalid")
 		}
+		if unfiled(results) {
+			return &exitError{exitFindings, errors.New("the input has problems; no item names its file " +
+				"(kustomize names them with buildMetadata: [originAnnotations] in the kustomization)")}
+		}
 		return &exitError{exitFindings, errors.New("the input has problems")}
 	}
 	return usageErr("%v", err)
+}
+
+// unfiled tells whether an object's finding names no file. kustomize (v5.8.2) tells a function the
+// file of an item only with buildMetadata: [originAnnotations] in the kustomization; otherwise
+// the item carries kustomize's ids and its place in the list, and the finding names the object
+// and the field alone. kustomize drops a failing function's results and shows its standard
+// error: this is where a person learns how to get the file.
+func unfiled(results framework.Results) bool {
+	for _, r := range results {
+		if r.Severity == framework.Error && r.ResourceRef != nil && (r.File == nil || r.File.Path == "") {
+			return true
+		}
+	}
+	return false
 }
 
 // configError tells whether the function failed on its configuration alone: krm reports it as
@@ -412,7 +448,8 @@ linear in the number of objects, where kustomize's handling of a function's outp
 Where that cannot give kustomize's bytes (validators, vars, buildMetadata other than
 originAnnotations, non-legacy sortOptions, local-config objects, or names changed by namePrefix,
 nameSuffix or hashed generators), the build runs the function as kustomize does and says so on
-standard error. Problems name the file of the object even without originAnnotations.
+standard error. Either way problems name the file (as DIR was given), the document and the line,
+as render's do, even without originAnnotations.
 
 A tree holding agent-sandbox objects but no SandboxRender transformer, or a SandboxRender config
 listed under resources:, is an error: the output would carry custom resources with nothing
@@ -658,7 +695,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		fmt.Fprintf(stderr, "sandbox-render: %v\n", ee.err)
+		if ee.err != nil { // nil: nothing to add (the findings went to sandbox-render build)
+			fmt.Fprintf(stderr, "sandbox-render: %v\n", ee.err)
+		}
 		return ee.code
 	}
 	// cobra's own errors: unknown commands and flags, wrong argument counts.

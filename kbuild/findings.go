@@ -1,0 +1,202 @@
+package kbuild
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/krm"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
+)
+
+// placer places a build's findings as render places its own: the file as the person who ran the
+// build named the tree, the document and the line. kustomize gives an object's file relative to
+// the tree it builds (the origin annotation), with no document, and reads files by absolute path,
+// symlinks resolved; render names a file as it was given. So a finding's file is the tree as given
+// joined once with the path relative to it (w/template.yaml for the tree w, base/template.yaml for
+// the file of a base ../base of the tree overlay), and its document is found in the file as the
+// build read it.
+type placer struct {
+	// dir is the tree as given; roots are where kustomize reads it: dir made absolute, and with
+	// its symlinks resolved. A remote tree has no roots: its paths are left as kustomize gives
+	// them, relative to its repository.
+	dir   string
+	roots []string
+	// read are the files the build read, by absolute path; docs those read as objects.
+	read map[string][]byte
+	docs map[string][]yamlread.Document
+}
+
+func newPlacer(dir string, read []source) *placer {
+	p := &placer{dir: dir, read: make(map[string][]byte, len(read)), docs: map[string][]yamlread.Document{}}
+	for _, s := range read {
+		p.read[s.path] = s.data
+	}
+	if remote(dir) {
+		return p
+	}
+	a := abs(dir)
+	p.roots = []string{a}
+	if r, err := filepath.EvalSymlinks(a); err == nil && r != a {
+		p.roots = append(p.roots, r)
+	}
+	return p
+}
+
+// name is a path of the build as the person named the tree: a path relative to the tree (an
+// origin) or an absolute one (a file kustomize read) made relative to it, joined to the tree as
+// given.
+func (p *placer) name(path string) string {
+	if len(p.roots) == 0 {
+		return path
+	}
+	if !filepath.IsAbs(path) {
+		return filepath.Join(p.dir, path)
+	}
+	// The shortest relative name wins: a tree reached through a symlink is read at its target.
+	best := ""
+	for _, root := range p.roots {
+		if rel, err := filepath.Rel(root, path); err == nil && (best == "" || len(rel) < len(best)) {
+			best = rel
+		}
+	}
+	if best == "" {
+		return path
+	}
+	return filepath.Join(p.dir, best)
+}
+
+// locate is the 1-based document and the line where the object ref names starts in a file of the
+// build, path relative to the tree: the one document of its kind and name, or of its kind, name
+// and namespace when several have the name (kustomize's namespace: replaces the file's). 0 when
+// the build did not read the file or it holds no single such object (a patch may rename one).
+func (p *placer) locate(path string, ref *kyaml.ResourceIdentifier) (document, line int) {
+	if ref == nil || len(p.roots) == 0 || filepath.IsAbs(path) {
+		return 0, 0
+	}
+	var docs []yamlread.Document
+	for _, root := range p.roots {
+		file := filepath.Join(root, path)
+		if d, ok := p.docs[file]; ok {
+			docs = d
+			break
+		}
+		if data, ok := p.read[file]; ok {
+			docs, _ = yamlread.Read(file, data) // read once already, as render reads it
+			p.docs[file] = docs
+			break
+		}
+	}
+	var named, same []yamlread.Document
+	for _, d := range docs {
+		if d.Object.GetKind() != ref.Kind || d.Object.GetName() != ref.Name {
+			continue
+		}
+		named = append(named, d)
+		if d.Object.GetNamespace() == ref.Namespace {
+			same = append(same, d)
+		}
+	}
+	switch {
+	case len(named) == 1:
+		return named[0].Index, named[0].Line
+	case len(same) == 1:
+		return same[0].Index, same[0].Line
+	}
+	return 0, 0
+}
+
+// place returns copies of results with their files named (see name) and, where the render knew
+// the file but not the document, placed in it (see locate). Results of one object share their
+// File and Tags, so they are copied, never changed in place: changing them in place joined the
+// tree to the path once per finding (w/w/template.yaml).
+func (p *placer) place(results framework.Results) framework.Results {
+	out := make(framework.Results, len(results))
+	for i, r := range results {
+		c := *r
+		if r.File != nil && r.File.Path != "" {
+			c.File = &framework.File{Path: p.name(r.File.Path), Index: r.File.Index}
+			if r.Tags[krm.TagDocument] == "" {
+				if doc, line := p.locate(r.File.Path, r.ResourceRef); doc > 0 {
+					c.File.Index = doc - 1
+					c.Tags = maps.Clone(r.Tags)
+					if c.Tags == nil {
+						c.Tags = map[string]string{}
+					}
+					maps.Copy(c.Tags, krm.FileTags(doc, line))
+				}
+			}
+		}
+		out[i] = &c
+	}
+	return out
+}
+
+// unreadable is the report of files render would refuse to read: one line per file, led by its
+// name, as render reports YAML it cannot read.
+func (p *placer) unreadable(bad []badFile) *FindingsError {
+	var b strings.Builder
+	for _, u := range bad {
+		b.WriteString(p.name(u.path) + ": " + u.err.Error() + "\n")
+	}
+	return &FindingsError{Report: b.String(), Count: len(bad)}
+}
+
+// findings is the report of results: one line per result, as render writes its findings.
+func (p *placer) findings(results framework.Results) *FindingsError {
+	placed := p.place(results)
+	return &FindingsError{Report: krm.Format(placed), Count: len(placed)}
+}
+
+// ResultsDirFlag is the flag of sandbox-render fn that names a directory to write the function's
+// results into, on a failure, instead of printing them. A build that runs the function as
+// kustomize runs it (as a process) passes it: kustomize lets the function's standard error through
+// to its own and drops the results, so the build could neither name the files as the tree was
+// given nor place the findings in their documents, as it does when it renders in process.
+const ResultsDirFlag = "results-dir"
+
+// WriteResults writes a function's results into dir (see ResultsDirFlag), in a file of their own.
+func WriteResults(dir string, results framework.Results) error {
+	b, err := yaml.Marshal(results)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "results-*.yaml")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readResults reads the results WriteResults wrote into dir, in the files' name order. kustomize
+// stops at the first function that fails, and the function writes only on a failure, so there
+// is one file at most.
+func readResults(dir string) (framework.Results, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "results-*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out framework.Results
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		var rs framework.Results
+		if err := yaml.Unmarshal(b, &rs); err != nil {
+			return nil, fmt.Errorf("reading the render's results: %w", err)
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
