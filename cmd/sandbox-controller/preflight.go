@@ -32,7 +32,7 @@ func preflight(cfg *rest.Config) error {
 		case err == nil:
 			continue
 		case apierrors.IsNotFound(err):
-			return fmt.Errorf("the API server at %s does not serve %s: the CRDs of sandbox-gitops (the four agent-sandbox ones and SandboxRender) are not installed; %s", cfg.Host, gv, installHint)
+			return fmt.Errorf("the API server at %s does not serve %s: the CRDs are not installed (the four agent-sandbox ones and SandboxRender); %s", cfg.Host, gv, installHint)
 		case apierrors.IsUnauthorized(err):
 			return fmt.Errorf("the API server at %s refused our credentials (%v): check --kubeconfig (or KUBECONFIG) and its user", cfg.Host, err)
 		case isConnectionError(err):
