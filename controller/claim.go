@@ -21,7 +21,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
-// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims,verbs=get;list;watch;delete;patch
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims/status,verbs=get;patch
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;create;patch;delete
 
@@ -51,6 +51,8 @@ type ClaimReconciler struct {
 	Events    *eventSink
 	Now       func() time.Time
 	configs   *renderConfigs
+	// upstream are the annotations of upstream's to write (render.ClaimUpstreamAnnotations).
+	upstream render.UpstreamAnnotations
 	// statusFrom remembers, per claim, the resourceVersion its last status write started from:
 	// a pass that still reads that version from the cache has not seen the write yet, and the
 	// write's own watch event brings the pass that has.
@@ -160,11 +162,21 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// the safety net, slow enough not to be a hot loop.
 		result.RequeueAfter = minPositive(result.RequeueAfter, missingDependencyRecheck)
 	}
+	// Upstream's annotations, when asked for, go after the status: off the critical path.
+	annotate := func() error {
+		if ann := render.ClaimUpstreamAnnotations(claim, sb, &st, now, r.upstream); ann != nil {
+			return applyAnnotations(ctx, r.Client, extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind), claim.Namespace, claim.Name, ann)
+		}
+		return nil
+	}
 	if hold := render.ClaimStatusHold(claim, &st, now); hold > 0 && render.ClaimStatusNeedsWrite(&claim.Status, &st) {
 		result.RequeueAfter = minPositive(result.RequeueAfter, hold)
-		return result, nil
+		return result, annotate()
 	}
 	if err := r.writeStatus(ctx, claim, &st, launchTypeOf(sb, launch)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := annotate(); err != nil {
 		return ctrl.Result{}, err
 	}
 	log.FromContext(ctx).V(1).Info("claim pass", "took", time.Since(now).String(), "launch", launch)

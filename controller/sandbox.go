@@ -43,7 +43,9 @@ type SandboxReconciler struct {
 	recent  recentCreates
 	applies *applyTransport
 	configs *renderConfigs
-	ready   firstReady
+	// upstream are the annotations of upstream's to write (render.SandboxUpstreamAnnotations).
+	upstream render.UpstreamAnnotations
+	ready    firstReady
 	// statusFrom remembers, per Sandbox, the resourceVersion its last status write started
 	// from: a pass that still reads that version from the cache has not seen the write yet (a
 	// backlogged cache under a burst), and the write's own watch event brings the pass that has.
@@ -126,6 +128,13 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 
+	// Upstream's pod-name, when asked for: once the Pod is observed, which is before it is Ready,
+	// so not on the way to the Ready status.
+	if ann := render.SandboxUpstreamAnnotations(sb, obs, r.upstream); ann != nil {
+		if err := applyAnnotations(ctx, r.Client, agentsv1beta1.GroupVersion.WithKind(agentsv1beta1.SandboxKind), sb.Namespace, sb.Name, ann); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	result := ctrl.Result{RequeueAfter: plan.Expiry.RequeueAfter.Duration}
 	if plan.Status == nil {
 		return result, nil

@@ -45,6 +45,8 @@ type Options struct {
 	Namespaces []string
 	// Controllers are the reconcilers to run, by name (see Controllers); empty means all.
 	Controllers []string
+	// Upstream writes upstream's annotations into Sandboxes and claims (--upstream-annotations).
+	Upstream render.UpstreamAnnotations
 	// Now is the reconcilers' clock; time.Now when nil. Time enters render only as this value,
 	// so a test can run the controller at the moment a preview shows (render.Options.Now).
 	Now func() time.Time
@@ -149,7 +151,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	}
 	if opts.runs("sandbox") {
-		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, applies: applies, configs: configs}
+		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, applies: applies, configs: configs, upstream: opts.Upstream}
 		toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("sandbox").
@@ -182,7 +184,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 
 	c := mgr.GetClient()
 	if opts.runs("sandboxclaim") {
-		claims := &ClaimReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, configs: configs}
+		claims := &ClaimReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, configs: configs, upstream: opts.Upstream}
 		if err := mgr.Add(claims); err != nil {
 			return fmt.Errorf("setting up the SandboxClaim controller: %w", err)
 		}

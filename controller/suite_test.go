@@ -393,6 +393,8 @@ var controllerResources = map[string]bool{
 	"sandboxes/status PATCH": true, "sandboxes/status PUT": true, "sandboxes/status APPLY": true, "sandboxes PATCH": true, "sandboxes DELETE": true,
 	"sandboxes APPLY":            true,
 	"sandboxclaims/status PATCH": true, "sandboxclaims/status APPLY": true, "sandboxclaims DELETE": true,
+	"sandboxclaims PATCH": true, "sandboxclaims APPLY": true,
+	"sandboxrenders/status PATCH": true, "sandboxrenders/status APPLY": true,
 	"sandboxwarmpools/status PATCH": true, "sandboxwarmpools/status APPLY": true,
 	"events POST": true, "events PATCH": true, "events APPLY": true,
 }

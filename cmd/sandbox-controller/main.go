@@ -34,6 +34,7 @@ import (
 	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
@@ -88,6 +89,8 @@ type flags struct {
 	metricsAddr, probeAddr     string
 	pprofAddr                  string
 	leaderElect                bool
+	upstreamAnnotations        bool
+	noClaimTimingAnnotations   bool
 	leaderElectionNamespace    string
 	renderConfig               string
 	clusterDomain              string
@@ -216,6 +219,8 @@ func (f *flags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to; 0 disables them")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address Go's /debug/pprof profiles bind to, for diagnosing memory and CPU; 0 (the default) disables them")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader (a Lease) so only one replica reconciles at a time")
+	fs.BoolVar(&f.upstreamAnnotations, "upstream-annotations", false, "write upstream's annotations into Sandboxes (agents.x-k8s.io/pod-name) and claims (agents.x-k8s.io/sandbox-name, controller-first-observed-at, claim-first-ready-at), for tools and tests written against upstream; off, nothing is written into objects users own")
+	fs.BoolVar(&f.noClaimTimingAnnotations, "disable-claim-observability-annotations", false, "with --upstream-annotations, leave out the claims' two timing annotations (upstream's flag)")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the namespace the controller runs in)")
 	fs.StringVar(&f.renderConfig, "render-config", "", "a SandboxRender functionConfig file (the one the KRM function uses) with the render options")
 	fs.StringVar(&f.clusterDomain, "cluster-domain", "", "cluster DNS domain for status.serviceFQDN (overrides --render-config; default cluster.local)")
@@ -274,6 +279,9 @@ func (f *flags) options() (*controller.Options, error) {
 			}
 		}
 	}
+	if f.noClaimTimingAnnotations && !f.upstreamAnnotations {
+		return nil, errors.New("--disable-claim-observability-annotations turns off part of --upstream-annotations, which is off: pass both, or neither")
+	}
 	if err := f.webhook.validate(); err != nil {
 		return nil, err
 	}
@@ -313,7 +321,8 @@ func (f *flags) options() (*controller.Options, error) {
 		return nil, err
 	}
 	return &controller.Options{Render: cfg.Options(), SandboxWorkers: f.sandboxWorkers, TemplateWorkers: f.tplWorkers,
-		ClaimWorkers: f.claimWorkers, PoolWorkers: f.poolWorkers, Namespaces: splitList(f.namespaces), Controllers: controllers}, nil
+		ClaimWorkers: f.claimWorkers, PoolWorkers: f.poolWorkers, Namespaces: splitList(f.namespaces), Controllers: controllers,
+		Upstream: render.UpstreamAnnotations{Enabled: f.upstreamAnnotations, ClaimTiming: !f.noClaimTimingAnnotations}}, nil
 }
 
 func splitList(s string) []string {

@@ -194,6 +194,11 @@ func TestCommandLine(t *testing.T) {
 			args:   []string{"--sandbox-workers", "0", "--version", "extra"},
 			want:   result{Code: 0, Stdout: version.String("sandbox-controller") + "\n"},
 		},
+		"timing annotations off without the annotations": {
+			reason: "upstream's flag turns off part of --upstream-annotations; alone it would do nothing",
+			args:   []string{"--disable-claim-observability-annotations"},
+			want:   usageError("--disable-claim-observability-annotations turns off part of --upstream-annotations, which is off: pass both, or neither"),
+		},
 		"unknown flag": {
 			reason: "pflag's message, as sandbox-router's, with no usage text",
 			args:   []string{"--nope"},

@@ -1,0 +1,123 @@
+package controller_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+var upstreamKeys = []string{agentsv1beta1.SandboxPodNameAnnotation, extv1beta1.AssignedSandboxNameAnnotation,
+	render.ClaimFirstObservedAnnotation, render.ClaimFirstReadyAnnotation}
+
+// TestUpstreamAnnotations: with --upstream-annotations a warm claim, a cold claim and their
+// Sandboxes carry upstream's four annotations with upstream's values, applied under their own
+// field manager (the Sandboxes' spec stays ours); without the switch, none; with
+// --disable-claim-observability-annotations, no timing ones.
+func TestUpstreamAnnotations(t *testing.T) {
+	for name, tc := range map[string]struct {
+		u          render.UpstreamAnnotations
+		wantTiming bool
+		wantNames  bool
+	}{
+		"On":        {u: render.UpstreamAnnotations{Enabled: true, ClaimTiming: true}, wantTiming: true, wantNames: true},
+		"TimingOff": {u: render.UpstreamAnnotations{Enabled: true}, wantNames: true},
+		"Off":       {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := newNamespace(t)
+			startController(t, ns, controller.Options{Upstream: tc.u})
+			create(t, template(ns, "python", func(tp *extv1beta1.SandboxTemplate) {
+				tp.Spec.EnvVarsInjectionPolicy = extv1beta1.EnvVarsInjectionPolicyAllowed
+			}))
+			create(t, warmPool(ns, "pool", "python", 1))
+			waitPoolReady(t, ns, "pool", 1)
+			start := time.Now()
+			create(t, sandboxClaim(ns, "warm", "pool"))
+			create(t, sandboxClaim(ns, "cold", "pool", func(c *extv1beta1.SandboxClaim) {
+				c.Spec.Env = []extv1beta1.EnvVar{{Name: "TASK", Value: ptr.To("x")}}
+			}))
+			warm := waitClaim(t, ns, "warm", metav1.ConditionTrue, "")
+			waitClaim(t, ns, "cold", metav1.ConditionTrue, "")
+			sandboxOf := map[string]string{"warm": warm.Status.SandboxStatus.Name, "cold": "cold"}
+			check := func() error {
+				for _, c := range []string{"warm", "cold"} {
+					claim := &extv1beta1.SandboxClaim{}
+					if err := get(ns, c, claim); err != nil {
+						return err
+					}
+					sb := &agentsv1beta1.Sandbox{}
+					if err := get(ns, sandboxOf[c], sb); err != nil {
+						return err
+					}
+					want := map[string]bool{}
+					if tc.wantNames {
+						want[agentsv1beta1.SandboxPodNameAnnotation+" on Sandbox"] = true
+						if c == "warm" {
+							want[extv1beta1.AssignedSandboxNameAnnotation] = true
+						}
+					}
+					if tc.wantTiming {
+						want[render.ClaimFirstObservedAnnotation] = true
+						want[render.ClaimFirstReadyAnnotation] = true
+					}
+					got := map[string]bool{}
+					if v := sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation]; v != "" {
+						if v != sb.Name {
+							return fmt.Errorf("%s: pod-name %q, want the Pod's name %q", c, v, sb.Name)
+						}
+						got[agentsv1beta1.SandboxPodNameAnnotation+" on Sandbox"] = true
+					}
+					for _, k := range upstreamKeys[1:] {
+						v := claim.Annotations[k]
+						if v == "" {
+							continue
+						}
+						got[k] = true
+						switch k {
+						case extv1beta1.AssignedSandboxNameAnnotation:
+							if v != sb.Name {
+								return fmt.Errorf("%s: sandbox-name %q, want %q", c, v, sb.Name)
+							}
+						default:
+							at, err := time.Parse(time.RFC3339Nano, v)
+							if err != nil || at.Before(start.Add(-time.Second)) || at.After(time.Now()) {
+								return fmt.Errorf("%s: %s %q is not a time of this test (%v)", c, k, v, err)
+							}
+						}
+					}
+					if fmt.Sprint(want) != fmt.Sprint(got) {
+						return fmt.Errorf("%s: annotations %v, want %v", c, got, want)
+					}
+					if first, ready := claim.Annotations[render.ClaimFirstObservedAnnotation], claim.Annotations[render.ClaimFirstReadyAnnotation]; first > ready && ready != "" {
+						return fmt.Errorf("%s: first Ready %s before first observed %s", c, ready, first)
+					}
+					if sb.Spec.PodTemplate.Spec.Containers == nil {
+						return fmt.Errorf("%s: the Sandbox lost its spec", c)
+					}
+				}
+				return nil
+			}
+			eventually(t, time.Minute, "upstream's annotations as asked", check)
+			if !tc.wantNames {
+				// None comes later either.
+				settle(t, 10*time.Second)
+				if err := check(); err != nil {
+					t.Error(err)
+				}
+			}
+			// The adopted member's Pod is the one pod-name names.
+			if err := get(ns, sandboxOf["warm"], &corev1.Pod{}); err != nil {
+				t.Errorf("the warm Sandbox's Pod: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,86 @@
+package render
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+// Upstream's claim timing annotations (RFC 3339 with nanoseconds), which its metrics and e2e
+// suite read.
+const (
+	ClaimFirstObservedAnnotation = "agents.x-k8s.io/controller-first-observed-at"
+	ClaimFirstReadyAnnotation    = "agents.x-k8s.io/claim-first-ready-at"
+)
+
+// UpstreamAnnotations is the opt-in to write upstream's annotations into objects users own
+// (--upstream-annotations). By default we write none: Git never drifts. Tools and tests written
+// against upstream read them, and an SDK falls back to the Sandbox's name without pod-name.
+type UpstreamAnnotations struct {
+	// Enabled writes pod-name on Sandboxes and sandbox-name on warm claims.
+	Enabled bool
+	// ClaimTiming also writes the claims' two timing annotations (upstream's default; its
+	// --disable-claim-observability-annotations turns them off).
+	ClaimTiming bool
+}
+
+// SandboxUpstreamAnnotations are the annotations upstream's controller keeps on a Sandbox that are
+// missing from it: agents.x-k8s.io/pod-name, the name of its Pod, once the Pod is observed. A
+// value already there is never overwritten, as upstream never overwrites it. nil when nothing is
+// to be written.
+func SandboxUpstreamAnnotations(sb *agentsv1beta1.Sandbox, obs ObservedChildren, u UpstreamAnnotations) map[string]string {
+	if !u.Enabled || sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
+		return nil
+	}
+	for _, p := range obs.Pods {
+		if p.Name == sb.Name && p.DeletionTimestamp.IsZero() {
+			return map[string]string{agentsv1beta1.SandboxPodNameAnnotation: p.Name}
+		}
+	}
+	return nil
+}
+
+// ClaimUpstreamAnnotations are the annotations upstream's controller writes into a claim, with
+// the values it writes, that the claim lacks or holds with another value; nil when nothing is
+// to be written. sb is the claim's Sandbox (nil before it has one), next the status this pass
+// writes, now the time of the pass:
+//   - controller-first-observed-at: the first pass's time, kept once written;
+//   - agents.x-k8s.io/sandbox-name: the adopted warm Sandbox (upstream's cold path never sets it);
+//   - claim-first-ready-at: the time of the first pass that finds the claim Ready, kept once
+//     written (upstream often writes "unknown" there from a stale cache; we do not).
+//
+// The result holds every annotation of the set, so one apply carries them all.
+func ClaimUpstreamAnnotations(claim *extv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, next *extv1beta1.SandboxClaimStatus, now time.Time, u UpstreamAnnotations) map[string]string {
+	if !u.Enabled {
+		return nil
+	}
+	have := claim.Annotations
+	want := map[string]string{}
+	stamp := func(key string) {
+		if v := have[key]; v != "" {
+			want[key] = v
+			return
+		}
+		want[key] = now.UTC().Format(time.RFC3339Nano)
+	}
+	if u.ClaimTiming {
+		stamp(ClaimFirstObservedAnnotation)
+		if next != nil && meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) || have[ClaimFirstReadyAnnotation] != "" {
+			stamp(ClaimFirstReadyAnnotation)
+		}
+	}
+	if sb != nil && sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == agentsv1beta1.SandboxLaunchTypeWarm {
+		want[extv1beta1.AssignedSandboxNameAnnotation] = sb.Name
+	} else if v := have[extv1beta1.AssignedSandboxNameAnnotation]; v != "" {
+		want[extv1beta1.AssignedSandboxNameAnnotation] = v
+	}
+	for k, v := range want {
+		if have[k] != v {
+			return want
+		}
+	}
+	return nil
+}
