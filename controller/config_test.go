@@ -116,7 +116,7 @@ func TestConfigDefaultBuilds(t *testing.T) {
 		kinds[u["kind"].(string)]++
 	}
 	want := map[string]int{
-		"CustomResourceDefinition": 4, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"CustomResourceDefinition": 5, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
 		"Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 2, "Secret": 1,
 	}
 	if diff := cmp.Diff(want, kinds); diff != "" {

@@ -73,8 +73,9 @@ Exit codes:
 
 // example is the Examples section of --help. TestHelpExamples parses both commands, and checks
 // the second against config/manager's Deployment, so neither can drift from the flags.
-const example = `  # From a workstation, against a kubeconfig, with the render options the KRM function uses:
-  sandbox-controller --kubeconfig ~/.kube/config --render-config render.yaml
+const example = `  # From a workstation, against a kubeconfig, with a default for namespaces without a
+  # SandboxRender; no conversion webhook (the API server reaches only the one in the cluster):
+  sandbox-controller --kubeconfig ~/.kube/config --render-config render.yaml --enable-webhook=false
 
   # In the cluster, as config/manager runs it (two replicas, one leader, the webhook's Service and
   # Secret in the controller's namespace, which the Deployment passes as $(POD_NAMESPACE)):

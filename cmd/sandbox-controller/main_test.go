@@ -310,7 +310,7 @@ func TestHelp(t *testing.T) {
 			}
 			for _, want := range []string{
 				"Examples:\n",
-				"  sandbox-controller --kubeconfig ~/.kube/config --render-config render.yaml\n",
+				"  sandbox-controller --kubeconfig ~/.kube/config --render-config render.yaml --enable-webhook=false\n",
 				"  sandbox-controller --leader-elect --leader-election-namespace=sandbox-gitops-system ",
 				"Exit codes:\n",
 			} {
