@@ -53,6 +53,8 @@ type ClaimReconciler struct {
 	configs   *renderConfigs
 	// upstream are the annotations of upstream's to write (render.ClaimUpstreamAnnotations).
 	upstream render.UpstreamAnnotations
+	// annotated are the upstream annotations applied that the cache may not show yet.
+	annotated annotated
 	// statusFrom remembers, per claim, the resourceVersion its last status write started from:
 	// a pass that still reads that version from the cache has not seen the write yet, and the
 	// write's own watch event brings the pass that has.
@@ -87,6 +89,7 @@ func (r *ClaimReconciler) forget(key types.NamespacedName) {
 	r.statusFrom.Delete(key)
 	r.claimed.Delete(key)
 	r.ready.forget(key)
+	r.annotated.forget(key)
 }
 
 // Start records when claims start being reconciled; the manager runs it once this replica
@@ -164,9 +167,19 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	// Upstream's annotations, when asked for, go after the status: off the critical path.
 	annotate := func() error {
-		if ann := render.ClaimUpstreamAnnotations(claim, sb, &st, now, r.upstream); ann != nil {
-			return applyAnnotations(ctx, r.Client, extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind), claim.Namespace, claim.Name, ann)
+		if !r.upstream.Enabled {
+			return nil
 		}
+		seen := *claim // what the claim holds, as far as this controller knows
+		seen.Annotations = r.annotated.view(req.NamespacedName, claim.UID, claim.Annotations)
+		ann := render.ClaimUpstreamAnnotations(&seen, sb, &st, now, r.upstream)
+		if ann == nil {
+			return nil
+		}
+		if err := applyAnnotations(ctx, r.Client, extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind), claim.Namespace, claim.Name, ann); err != nil {
+			return err
+		}
+		r.annotated.store(req.NamespacedName, claim.UID, ann)
 		return nil
 	}
 	if hold := render.ClaimStatusHold(claim, &st, now); hold > 0 && render.ClaimStatusNeedsWrite(&claim.Status, &st) {

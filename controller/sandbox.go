@@ -45,7 +45,9 @@ type SandboxReconciler struct {
 	configs *renderConfigs
 	// upstream are the annotations of upstream's to write (render.SandboxUpstreamAnnotations).
 	upstream render.UpstreamAnnotations
-	ready    firstReady
+	// annotated are the upstream annotations applied that the cache may not show yet.
+	annotated annotated
+	ready     firstReady
 	// statusFrom remembers, per Sandbox, the resourceVersion its last status write started
 	// from: a pass that still reads that version from the cache has not seen the write yet (a
 	// backlogged cache under a burst), and the write's own watch event brings the pass that has.
@@ -60,6 +62,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if apierrors.IsNotFound(err) {
 			r.ready.forget(req.NamespacedName)
 			r.statusFrom.Delete(req.NamespacedName)
+			r.annotated.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -130,9 +133,14 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 	// Upstream's pod-name, when asked for: once the Pod is observed, which is before it is Ready,
 	// so not on the way to the Ready status.
-	if ann := render.SandboxUpstreamAnnotations(sb, obs, r.upstream); ann != nil {
-		if err := applyAnnotations(ctx, r.Client, agentsv1beta1.GroupVersion.WithKind(agentsv1beta1.SandboxKind), sb.Namespace, sb.Name, ann); err != nil {
-			return ctrl.Result{}, err
+	if r.upstream.Enabled {
+		seen := *sb // what the Sandbox holds, as far as this controller knows
+		seen.Annotations = r.annotated.view(req.NamespacedName, sb.UID, sb.Annotations)
+		if ann := render.SandboxUpstreamAnnotations(&seen, obs, r.upstream); ann != nil {
+			if err := applyAnnotations(ctx, r.Client, agentsv1beta1.GroupVersion.WithKind(agentsv1beta1.SandboxKind), sb.Namespace, sb.Name, ann); err != nil {
+				return ctrl.Result{}, err
+			}
+			r.annotated.store(req.NamespacedName, sb.UID, ann)
 		}
 	}
 	result := ctrl.Result{RequeueAfter: plan.Expiry.RequeueAfter.Duration}

@@ -121,3 +121,29 @@ func TestUpstreamAnnotations(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamPodNameAfterTheSwitch: members warmed up before --upstream-annotations was turned
+// on get pod-name once the switch is on, whether a claim adopts them or not.
+func TestUpstreamPodNameAfterTheSwitch(t *testing.T) {
+	ns := newNamespace(t)
+	stop := startController(t, ns, controller.Options{})
+	create(t, template(ns, "python"))
+	create(t, warmPool(ns, "pool", "python", 2))
+	members := waitPoolReady(t, ns, "pool", 2)
+	stop()
+	startController(t, ns, controller.Options{Upstream: render.UpstreamAnnotations{Enabled: true, ClaimTiming: true}})
+	create(t, sandboxClaim(ns, "warm", "pool"))
+	waitClaim(t, ns, "warm", metav1.ConditionTrue, "")
+	eventually(t, time.Minute, "pod-name on both members", func() error {
+		for _, m := range members {
+			sb := &agentsv1beta1.Sandbox{}
+			if err := get(ns, m.Name, sb); err != nil {
+				return err
+			}
+			if v := sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation]; v != sb.Name {
+				return fmt.Errorf("%s: pod-name %q", sb.Name, v)
+			}
+		}
+		return nil
+	})
+}
