@@ -447,3 +447,46 @@ func TestShadowPoolName(t *testing.T) {
 		t.Errorf("a claim on %q resolved to template %v, want %q", ShadowPoolName(tpl.Name), got, tpl.Name)
 	}
 }
+
+// TestClaimWarmCandidatesFirstCreated: as upstream, a claim takes the pool's first-created Ready
+// member. Members created in the same second (a fresh pool) are ordered by creation, the ordinal
+// PoolMemberNames gave them, not by name: by name, one claim on a fresh pool of two took the
+// second member whenever its name sorted first.
+func TestClaimWarmCandidatesFirstCreated(t *testing.T) {
+	tpl := poolTemplate("python:3.12")
+	pool := testPool(2, "")
+	names := PoolMemberNames(pool.Namespace, pool.Name, 6, nil)
+	// Two members made in one second whose names sort against their creation order.
+	first, second := "", ""
+	for i := 0; i < len(names) && first == ""; i++ {
+		for j := i + 1; j < len(names); j++ {
+			if names[j] < names[i] {
+				first, second = names[i], names[j]
+				break
+			}
+		}
+	}
+	if first == "" {
+		t.Fatalf("no two of %v sort against their creation order", names)
+	}
+	for _, listed := range [][]string{{first, second}, {second, first}} {
+		var members []*agentsv1beta1.Sandbox
+		for _, n := range listed {
+			members = append(members, member(pool, tpl, n, time.Minute, ready))
+		}
+		got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, Options{})
+		var gotNames []string
+		for _, sb := range got.Adoptable {
+			gotNames = append(gotNames, sb.Name)
+		}
+		if diff := cmp.Diff([]string{first, second}, gotNames); diff != "" {
+			t.Errorf("listed %v: candidates (-want +got):\n%s", listed, diff)
+		}
+	}
+	// An older member still comes first, whatever its ordinal.
+	members := []*agentsv1beta1.Sandbox{member(pool, tpl, first, time.Minute, ready), member(pool, tpl, second, time.Hour, ready)}
+	got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, Options{})
+	if got.Adoptable[0].Name != second {
+		t.Errorf("the older member %s is not first: %s", second, got.Adoptable[0].Name)
+	}
+}

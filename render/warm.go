@@ -113,8 +113,12 @@ func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members [
 			networked = append(networked, sb)
 		}
 	}
+	// Upstream hands out the first-created member. creationTimestamp has one-second resolution,
+	// so members created in the same second (a fresh pool, always) are told apart by creation
+	// order: the ordinal of their name in PoolMemberNames, which creates them in that order.
+	order := memberOrder(claim.Namespace, cp.Pool.Name, len(ready)+len(networked))
 	oldestFirst := func(a, b *agentsv1beta1.Sandbox) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(order(a.Name), order(b.Name)), strings.Compare(a.Name, b.Name))
 	}
 	slices.SortFunc(ready, oldestFirst)
 	slices.SortFunc(networked, oldestFirst)
@@ -221,4 +225,26 @@ func ClaimCanTakeOver(existing *agentsv1beta1.Sandbox) bool {
 func ClaimNotControlledError(claim *extv1beta1.SandboxClaim) *ClaimError {
 	return &ClaimError{Reason: ReasonReconcilerError, Field: field.NewPath("metadata", "name"), Value: claim.Name,
 		Err: fmt.Sprintf("sandbox %q is not controlled by claim %q. Please use a different claim name or delete the sandbox manually", claim.Name, claim.Name)}
+}
+
+// memberOrder ranks a pool's member names by the order PoolMemberNames gives them (ordinal, then
+// attempt), for the first ordinals a pool of about n members uses; any other name ranks after.
+func memberOrder(namespace, pool string, n int) func(name string) int {
+	const attempts = 3
+	limit := 2*n + 8 // replaced members reuse the lowest free ordinals; a few are taken by others
+	rank := make(map[string]int, limit*attempts)
+	for ordinal := range limit {
+		for attempt := range attempts {
+			name := PoolMemberName(namespace, pool, ordinal, attempt)
+			if _, seen := rank[name]; !seen {
+				rank[name] = ordinal*attempts + attempt
+			}
+		}
+	}
+	return func(name string) int {
+		if r, ok := rank[name]; ok {
+			return r
+		}
+		return limit * attempts
+	}
 }
