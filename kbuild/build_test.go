@@ -198,14 +198,19 @@ func TestExecPathNamesFiles(t *testing.T) {
 	}
 }
 
-// TestKustomizeWithoutEnableExec pins what docs/gitops.md warns about: kustomize without
-// --enable-exec skips exec functions silently and emits the custom resources with nothing
-// rendered. sandbox-render build of the same tree renders them.
+// TestKustomizeWithoutEnableExec pins what docs/gitops.md warns about: kustomize with neither
+// flag refuses the tree, and with --enable-alpha-plugins alone skips exec functions silently and
+// emits the custom resources with nothing rendered. sandbox-render build of the same tree renders
+// them.
 func TestKustomizeWithoutEnableExec(t *testing.T) {
 	kustomize := testenv.Tool(t, "kustomize")
 	self := testenv.SandboxRender(t)
 	dir := tree(t, 1, "", "mode: expand")
 	writeTree(t, dir, map[string]string{"render.yaml": strings.Replace(fmt.Sprintf(renderConfig, "mode: expand"), "./not-used", self, 1)})
+	refused, err := exec.Command(kustomize, "build", dir).CombinedOutput()
+	if err == nil || !bytes.Contains(refused, []byte("external plugins disabled")) {
+		t.Errorf("kustomize with neither flag no longer refuses the tree (%v): update docs/gitops.md, it says it does:\n%s", err, refused)
+	}
 	out, err := exec.Command(kustomize, "build", "--enable-alpha-plugins", dir).Output()
 	if err != nil {
 		t.Fatalf("kustomize without --enable-exec failed (%v): update docs/gitops.md, it now says so", err)
