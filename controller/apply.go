@@ -18,6 +18,8 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
@@ -51,38 +53,41 @@ type applier struct {
 	reader client.Reader
 }
 
-// apply applies intent to the object, live being the object as observed (nil if absent).
-func (a applier) apply(ctx context.Context, intent *render.Intent, live client.Object) (Outcome, error) {
-	want, err := toMap(intent.Object)
+// apply sends a step's intent, live being the object as found (nil if none, or of a kind whose
+// managedFields the cache does not keep). A step with a precondition is sent as it is, carrying
+// it: create-only as a resourceVersion no object has (the API server creates the object if it
+// is absent and refuses with a conflict if it exists, so someone else's object of that name is
+// never taken over by a forced apply), or the resourceVersion it was planned on. Otherwise the
+// intent is compared with what FieldManager already owns in live and sent only if it differs.
+func (a applier) apply(ctx context.Context, s render.Step, live client.Object) (Outcome, error) {
+	intent := s.Intent
+	want, err := intentMap(intent.Object)
 	if err != nil {
 		return "", err
 	}
-	owned := map[string]any{}
-	if live != nil {
-		if owned, err = ownedFields(live); err != nil {
+	manager := FieldManager
+	if s.Manager == render.ManagerUpstreamAnnotations {
+		manager = AnnotationsFieldManager
+	}
+	if pre := s.Precondition; pre != nil && (pre.CreateOnly || pre.ResourceVersion != "") {
+		return a.applyOn(ctx, s, want, manager)
+	}
+	if live == nil || !extractable(live) {
+		if err := a.send(ctx, want, manager); err != nil {
+			if s.Manager == render.ManagerUpstreamAnnotations && apierrors.IsNotFound(err) {
+				return Unchanged, nil // gone meanwhile: nothing to annotate
+			}
 			return "", err
 		}
+		return Configured, nil
+	}
+	owned, err := ownedFields(live)
+	if err != nil {
+		return "", err
 	}
 	config, err := applyConfig(want, owned, intent.Scope)
 	if err != nil {
 		return "", err
-	}
-	if live == nil {
-		// A create must not land on an object the cache does not show: someone else's object of
-		// that name (the cache holds only labelled children) would be taken over by a forced
-		// apply. As a precondition that no object meets, the resourceVersion makes the API
-		// server create the object if it is absent and refuse with a conflict if it exists.
-		if err := unstructured.SetNestedField(config, createOnly, "metadata", "resourceVersion"); err != nil {
-			return "", err
-		}
-		if err := a.send(ctx, config); err != nil {
-			if apierrors.IsConflict(err) {
-				kind, _ := want["kind"].(string)
-				return "", &existsError{kind: kind, name: intent.Object.GetName()}
-			}
-			return "", err
-		}
-		return Created, nil
 	}
 	if reflect.DeepEqual(normalize(config), normalize(owned)) {
 		if intent.Drifted && len(intent.Scope) == 0 {
@@ -112,7 +117,7 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 			return Unchanged, nil
 		}
 	}
-	err = a.send(ctx, config)
+	err = a.send(ctx, config, FieldManager)
 	if apierrors.IsInvalid(err) && len(intent.Scope) == 0 {
 		// Forcing takes over the fields another manager changed, but list items another manager
 		// added stay (a Service port renumbered by hand keeps its name, and the merge has two
@@ -121,7 +126,7 @@ func (a applier) apply(ctx context.Context, intent *render.Intent, live client.O
 		if _, perr := a.replaceSpec(ctx, live, want, nil); perr != nil {
 			return "", fmt.Errorf("%w; replacing its spec: %v", err, perr)
 		}
-		if err = a.send(ctx, config); err == nil {
+		if err = a.send(ctx, config, FieldManager); err == nil {
 			err = a.dropUpdateEntry(ctx, live)
 		}
 	}
@@ -172,13 +177,6 @@ func (a applier) dropUpdateEntry(ctx context.Context, live client.Object) error 
 // never reaches it, so no object has it.
 const createOnly = "9223372036854775807"
 
-// existsError is a create refused because an object of that name exists.
-type existsError struct{ kind, name string }
-
-func (e *existsError) Error() string {
-	return fmt.Sprintf("%s %q exists but was not observed", e.kind, e.name)
-}
-
 // applyConfig is what is sent for an intent: the whole desired object, or for a scoped intent
 // everything the manager owns with the scoped fields replaced, or server-side apply would
 // remove the fields left out.
@@ -208,13 +206,49 @@ func applyConfig(want, owned map[string]any, scope []string) (map[string]any, er
 	return config, nil
 }
 
-func (a applier) send(ctx context.Context, config map[string]any) error {
+// applyOn sends want on the step's precondition: create-only, or on a resourceVersion. A failed
+// precondition (the object exists; it changed or is gone) is a conflictError.
+func (a applier) applyOn(ctx context.Context, s render.Step, want map[string]any, manager string) (Outcome, error) {
+	rv, outcome := s.Precondition.ResourceVersion, Configured
+	if s.Precondition.CreateOnly {
+		rv, outcome = createOnly, Created
+	}
+	if err := unstructured.SetNestedField(want, rv, "metadata", "resourceVersion"); err != nil {
+		return "", err
+	}
+	err := a.send(ctx, want, manager)
+	if apierrors.IsConflict(err) || (!s.Precondition.CreateOnly && apierrors.IsNotFound(err)) {
+		return "", &conflictError{step: s}
+	}
+	if err != nil {
+		return "", err
+	}
+	return outcome, nil
+}
+
+// conflictError is a step whose precondition failed: the object exists (create-only), changed
+// or is gone (a resourceVersion), or another worker's write to it is in flight.
+type conflictError struct {
+	step     render.Step
+	inFlight bool
+}
+
+func (e *conflictError) Error() string {
+	if e.inFlight {
+		return fmt.Sprintf("%s: another write to it is in flight", e.step)
+	}
+	return fmt.Sprintf("%s: the object is not as the pass found it", e.step)
+}
+
+// send sends config as a forced apply of manager: through applies when set (see
+// applyTransport), else through the client.
+func (a applier) send(ctx context.Context, config map[string]any, manager string) error {
 	u := &unstructured.Unstructured{Object: config}
 	var err error
 	if a.applies != nil {
-		err = a.applies.apply(ctx, config)
+		err = a.applies.apply(ctx, config, manager)
 	} else {
-		err = a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+		err = a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
 	}
 	if err != nil {
 		return fmt.Errorf("applying %s %q: %w", u.GetKind(), u.GetName(), err)
@@ -307,19 +341,69 @@ func (a applier) replaceSpec(ctx context.Context, live client.Object, want map[s
 	return patched.GetResourceVersion() != live.GetResourceVersion(), nil
 }
 
-// delete deletes obj if it is still the object observed (same UID). An object already gone (a
-// cache that has not seen its deletion yet) is Unchanged: nothing happened, so no event says so.
-func (a applier) delete(ctx context.Context, obj client.Object) (Outcome, error) {
-	uid := obj.GetUID()
-	// obj may be the cache's own object: the client is given a copy.
-	err := a.client.Delete(ctx, obj.DeepCopyObject().(client.Object), client.Preconditions{UID: &uid})
-	switch {
+// delete deletes the object of a delete step in namespace, on the step's precondition (its UID,
+// and its resourceVersion when the plan gives one) and propagation. An object already gone (a
+// cache that has not seen its deletion yet) is Unchanged: nothing happened, so no event says
+// so. A failed precondition is a conflictError.
+func (a applier) delete(ctx context.Context, namespace string, s render.Step) (Outcome, error) {
+	obj := newObject(s.Kind)
+	if obj == nil {
+		return "", fmt.Errorf("step %s: not a kind this controller deletes", s)
+	}
+	obj.SetNamespace(namespace)
+	obj.SetName(s.Name)
+	var opts []client.DeleteOption
+	if pre := s.Precondition; pre != nil && (pre.UID != "" || pre.ResourceVersion != "") {
+		p := client.Preconditions{}
+		if pre.UID != "" {
+			p.UID = &pre.UID
+		}
+		if pre.ResourceVersion != "" {
+			p.ResourceVersion = &pre.ResourceVersion
+		}
+		opts = append(opts, p)
+	}
+	if s.Propagation != nil {
+		opts = append(opts, client.PropagationPolicy(*s.Propagation))
+	}
+	switch err := a.client.Delete(ctx, obj, opts...); {
 	case apierrors.IsNotFound(err):
 		return Unchanged, nil
+	case apierrors.IsConflict(err):
+		return "", &conflictError{step: s}
 	case err != nil:
-		return "", fmt.Errorf("deleting %T %q: %w", obj, obj.GetName(), err)
+		return "", fmt.Errorf("deleting %s %q: %w", s.Kind, s.Name, err)
 	}
 	return Deleted, nil
+}
+
+// newObject is an empty object of a kind a step writes.
+func newObject(kind string) client.Object {
+	switch kind {
+	case "Pod":
+		return &corev1.Pod{}
+	case "Service":
+		return &corev1.Service{}
+	case "PersistentVolumeClaim":
+		return &corev1.PersistentVolumeClaim{}
+	case "NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}
+	case agentsv1beta1.SandboxKind:
+		return &agentsv1beta1.Sandbox{}
+	case extv1beta1.SandboxClaimKind:
+		return &extv1beta1.SandboxClaim{}
+	}
+	return nil
+}
+
+// extractable reports whether ownedFields can read what FieldManager owns in obj: the children,
+// whose managedFields entries of this manager the cache keeps.
+func extractable(obj client.Object) bool {
+	switch obj.(type) {
+	case *corev1.Pod, *corev1.Service, *corev1.PersistentVolumeClaim, *networkingv1.NetworkPolicy:
+		return true
+	}
+	return false
 }
 
 // ownedFields is what FieldManager applied to obj, as it is now, read from managedFields.
@@ -356,6 +440,21 @@ func toMap(v any) (map[string]any, error) {
 	}
 	delete(m, "status")
 	unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+	return m, nil
+}
+
+// intentMap is an intent as an apply sends it: toMap, and none of the metadata the API server
+// sets (an intent made from an object read, as an adoption is, carries them).
+func intentMap(obj render.Object) (map[string]any, error) {
+	m, err := toMap(obj)
+	if err != nil {
+		return nil, err
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		for _, k := range []string{"uid", "resourceVersion", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
+			delete(md, k)
+		}
+	}
 	return m, nil
 }
 

@@ -373,7 +373,7 @@ func floorRequired(b *testing.B, n int, asIssueAsks bool) (seconds, serverCPUSec
 		if err != nil {
 			return err
 		}
-		st := render.PlanSandbox(sb, render.ObservedChildren{Pods: []*corev1.Pod{pod}, Service: c.Service}, metav1.Now(), render.Options{}).Status
+		st := render.PlanSandbox(sb, render.SandboxFound{Pods: []*corev1.Pod{pod}, Service: c.Service}, metav1.Now(), render.Options{}).Status
 		if st == nil {
 			return fmt.Errorf("no status for Sandbox %s", sb.Name)
 		}

@@ -308,12 +308,13 @@ func adoptDirectly(b *testing.B, ns string) func(int, *extv1beta1.SandboxClaim) 
 		if cerr != nil {
 			return cerr
 		}
-		adopted, err := controller.ApplySandbox(ctx, c, intent, member.ResourceVersion)
-		if err != nil {
+		adopt := render.Step{Action: render.ActionAdopt, Kind: agentsv1beta1.SandboxKind, Name: intent.Name,
+			Intent: &render.Intent{Object: intent}, Precondition: &render.Precondition{ResourceVersion: member.ResourceVersion}}
+		if err := controller.SendStep(ctx, c, ns, adopt); err != nil {
 			return err
 		}
 		updated := claim.DeepCopy()
-		updated.Status = render.ClaimStatus(claim, render.ClaimObservation{Sandbox: adopted}, metav1.Now())
+		updated.Status = render.ClaimStatus(claim, render.ClaimStatusInputs{Sandbox: intent}, metav1.Now())
 		return c.Status().Patch(ctx, updated, client.MergeFromWithOptions(claim, client.MergeFromWithOptimisticLock{}))
 	}
 }

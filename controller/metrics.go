@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -42,35 +40,4 @@ func observeReady(d time.Duration) {
 		d = 0
 	}
 	sandboxReadySeconds.Observe(d.Seconds())
-}
-
-// firstReady remembers, per object name, the UID this process has seen Ready, so that the
-// latency histograms count an object's first Ready only: a Sandbox Ready again after a resume or
-// a lost Pod has not been waited for since its creation, and its age (days, perhaps) would
-// swamp a histogram of seconds. An object already Ready when this process starts is remembered
-// on its first pass; one that is not Ready then (suspended, say) counts once when it is.
-type firstReady struct {
-	mu   sync.Mutex
-	uids map[types.NamespacedName]types.UID
-}
-
-// first records obj's UID as Ready and reports whether it was not already.
-func (f *firstReady) first(key types.NamespacedName, uid types.UID) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.uids == nil {
-		f.uids = map[types.NamespacedName]types.UID{}
-	}
-	if f.uids[key] == uid {
-		return false
-	}
-	f.uids[key] = uid
-	return true
-}
-
-// forget drops a deleted object, so the map holds no more than the objects that exist.
-func (f *firstReady) forget(key types.NamespacedName) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.uids, key)
 }

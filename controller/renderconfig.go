@@ -13,9 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
@@ -33,6 +35,9 @@ import (
 type renderConfigs struct {
 	reader   client.Reader
 	fallback render.Options
+	// upstream are the controller's switches for upstream's annotations, given to every
+	// namespace's options (no render config sets them).
+	upstream render.UpstreamAnnotations
 
 	mu   sync.Mutex
 	memo map[string]resolved
@@ -43,8 +48,8 @@ type resolved struct {
 	res renderconfig.Resolution
 }
 
-func newRenderConfigs(reader client.Reader, fallback render.Options) *renderConfigs {
-	return &renderConfigs{reader: reader, fallback: fallback, memo: map[string]resolved{}}
+func newRenderConfigs(reader client.Reader, fallback render.Options, upstream render.UpstreamAnnotations) *renderConfigs {
+	return &renderConfigs{reader: reader, fallback: fallback, upstream: upstream, memo: map[string]resolved{}}
 }
 
 // resolve is the resolution of namespace ns from the SandboxRenders the cache holds.
@@ -86,7 +91,9 @@ func (c *renderConfigs) options(ctx context.Context, ns string) (opts render.Opt
 		logf.FromContext(ctx).V(1).Info("not rendered: no render config in force in the namespace", "reason", res.Err.Error())
 		return render.Options{}, false, nil
 	}
-	return res.Options, true, nil
+	opts = res.Options
+	opts.Upstream = c.upstream
+	return opts, true, nil
 }
 
 // governed maps a SandboxRender event to a pass of every object of one kind in its namespace:
@@ -113,6 +120,15 @@ func governed(c client.Reader, list func() client.ObjectList) handler.MapFunc {
 type SandboxRenderReconciler struct {
 	Client  client.Client
 	configs *renderConfigs
+}
+
+// SetupWithManager registers the reconciler: SandboxRenders, on a new generation.
+func (r *SandboxRenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sandboxrender").
+		For(&renderv1alpha1.SandboxRender{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxrender", renderv1alpha1.GroupVersion.Group, renderv1alpha1.SandboxRenderKind)).
+		Complete(r)
 }
 
 // Reconcile resolves the namespace of the SandboxRender and writes the status of every

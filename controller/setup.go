@@ -16,12 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
@@ -129,102 +126,38 @@ func keepOwnManagedFields(in any) (any, error) {
 	return in, nil
 }
 
-// Setup registers the reconcilers Options.Controllers names (all by default) with mgr.
+// Setup registers the reconcilers Options.Controllers names (all by default) with mgr. They
+// share one executor, and with it one memory of their writes (expectations): a claim's adoption
+// is what a pool's pass must not undo.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	events := newEventSink(mgr.GetEventRecorder("sandbox-gitops"))
+	x := &executor{client: mgr.GetClient(), reader: mgr.GetAPIReader(), applies: newApplyTransport(mgr),
+		events: newEventSink(mgr.GetEventRecorder("sandbox-gitops")), expect: newExpectations(), now: opts.Now}
+	configs := newRenderConfigs(mgr.GetClient(), opts.Render, opts.Upstream)
 	workers := func(n, def int) int {
 		if n > 0 {
 			return n
 		}
 		return def
 	}
-
-	applies := newApplyTransport(mgr)
-	configs := newRenderConfigs(mgr.GetClient(), opts.Render)
-	// A SandboxRender's change re-renders the objects of its namespace it governs, each kind
-	// through its own reconciler; its status writes (no new generation) do not.
-	governs := func(list func() client.ObjectList) (client.Object, handler.EventHandler, builder.WatchesOption) {
-		return &renderv1alpha1.SandboxRender{}, handler.EnqueueRequestsFromMapFunc(governed(mgr.GetClient(), list)),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	reconcilers := []struct {
+		name string
+		r    interface{ SetupWithManager(ctrl.Manager) error }
+	}{
+		{"sandbox", &SandboxReconciler{x: x, configs: configs, workers: workers(opts.SandboxWorkers, 100)}},
+		{"sandboxtemplate", &TemplateReconciler{x: x, configs: configs, workers: workers(opts.TemplateWorkers, 1)}},
+		{"sandboxclaim", &ClaimReconciler{x: x, configs: configs, workers: workers(opts.ClaimWorkers, 50)}},
+		{"sandboxwarmpool", &PoolReconciler{x: x, configs: configs, workers: workers(opts.PoolWorkers, 1)}},
+		{"sandboxrender", &SandboxRenderReconciler{Client: mgr.GetClient(), configs: configs}},
 	}
-	if opts.runs("sandbox") {
-		sandboxes := &SandboxReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, applies: applies, configs: configs, upstream: opts.Upstream}
-		toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named("sandbox").
-			For(&agentsv1beta1.Sandbox{}).
-			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandbox", agentsv1beta1.GroupVersion.Group, agentsv1beta1.SandboxKind)).
-			Watches(&corev1.Pod{}, toSandbox).
-			Watches(&corev1.Service{}, toSandbox).
-			Watches(&corev1.PersistentVolumeClaim{}, toSandbox).
-			Watches(&networkingv1.NetworkPolicy{}, toSandbox).
-			Watches(governs(func() client.ObjectList { return &agentsv1beta1.SandboxList{} })).
-			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.SandboxWorkers, 100)}).
-			Complete(sandboxes); err != nil {
-			return fmt.Errorf("setting up the Sandbox controller: %w", err)
+	for _, rc := range reconcilers {
+		if !opts.runs(rc.name) {
+			continue
 		}
-	}
-
-	if opts.runs("sandboxtemplate") {
-		templates := &TemplateReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: events, applies: applies, configs: configs}
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named("sandboxtemplate").
-			For(&extv1beta1.SandboxTemplate{}).
-			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxtemplate", extv1beta1.GroupVersion.Group, extv1beta1.SandboxTemplateKind)).
-			Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(templateOfPolicy)).
-			Watches(governs(func() client.ObjectList { return &extv1beta1.SandboxTemplateList{} })).
-			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.TemplateWorkers, 1)}).
-			Complete(templates); err != nil {
-			return fmt.Errorf("setting up the SandboxTemplate controller: %w", err)
-		}
-	}
-
-	c := mgr.GetClient()
-	if opts.runs("sandboxclaim") {
-		claims := &ClaimReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, configs: configs, upstream: opts.Upstream}
-		if err := mgr.Add(claims); err != nil {
-			return fmt.Errorf("setting up the SandboxClaim controller: %w", err)
-		}
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named("sandboxclaim").
-			For(&extv1beta1.SandboxClaim{}).
-			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxclaim", extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind)).
-			Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(controllerOfKind(extv1beta1.SandboxClaimKind))).
-			Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(claimsOfPool(c)),
-				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-			Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(claimsOfTemplate(c))).
-			Watches(governs(func() client.ObjectList { return &extv1beta1.SandboxClaimList{} })).
-			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.ClaimWorkers, 50)}).
-			Complete(claims); err != nil {
-			return fmt.Errorf("setting up the SandboxClaim controller: %w", err)
-		}
-	}
-
-	if opts.runs("sandboxwarmpool") {
-		pools := &PoolReconciler{Client: c, APIReader: mgr.GetAPIReader(), Events: events, Now: opts.Now, configs: configs}
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named("sandboxwarmpool").
-			For(&extv1beta1.SandboxWarmPool{}).
-			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxwarmpool", extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind)).
-			Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(poolOfMember(c))).
-			Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(poolsOfTemplate(c))).
-			Watches(governs(func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} })).
-			WithOptions(controller.Options{MaxConcurrentReconciles: workers(opts.PoolWorkers, 1)}).
-			Complete(pools); err != nil {
-			return fmt.Errorf("setting up the SandboxWarmPool controller: %w", err)
-		}
-	}
-	if opts.runs("sandboxrender") {
-		renders := &SandboxRenderReconciler{Client: c, configs: configs}
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named("sandboxrender").
-			For(&renderv1alpha1.SandboxRender{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-			WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxrender", renderv1alpha1.GroupVersion.Group, renderv1alpha1.SandboxRenderKind)).
-			Complete(renders); err != nil {
-			return fmt.Errorf("setting up the SandboxRender controller: %w", err)
+		if err := rc.r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", rc.name, err)
 		}
 	}
 	return nil
@@ -366,8 +299,7 @@ func sandboxOfChild(_ context.Context, o client.Object) []reconcile.Request {
 	case *corev1.Pod, *corev1.Service:
 		return request(o.GetNamespace(), o.GetName())
 	case *networkingv1.NetworkPolicy:
-		name, ok := strings.CutPrefix(o.GetName(), "sandbox-")
-		if name, ok2 := strings.CutSuffix(name, "-network-policy"); ok && ok2 {
+		if name, ok := render.StandaloneNetworkPolicyOf(o.GetName()); ok {
 			return request(o.GetNamespace(), name)
 		}
 	}
@@ -382,7 +314,7 @@ func templateOfPolicy(_ context.Context, o client.Object) []reconcile.Request {
 		}
 		return nil
 	}
-	if name, ok := strings.CutSuffix(o.GetName(), "-network-policy"); ok {
+	if name, ok := render.NetworkPolicyOf(o.GetName()); ok {
 		return request(o.GetNamespace(), name)
 	}
 	return nil

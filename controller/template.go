@@ -2,14 +2,12 @@ package controller
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
@@ -17,75 +15,75 @@ import (
 
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxtemplates,verbs=get;list;watch
 
-// TemplateReconciler keeps each SandboxTemplate's NetworkPolicy as render.TemplateStep decides:
+// TemplateReconciler keeps each SandboxTemplate's NetworkPolicy as render.PlanTemplate decides:
 // the secure default or the template's rules while Managed, none while Unmanaged. It writes
 // nothing into the template itself (upstream's self-label is a deliberate deviation).
 type TemplateReconciler struct {
-	Client client.Client
-	// APIReader reads from the API server (see applier.reader).
-	APIReader client.Reader
-	Events    *eventSink
-	applies   *applyTransport
-	configs   *renderConfigs
-	// conflicts holds, per template, the conflict last reported in an event: the backoff
-	// retries of the same conflict are not reported again.
-	conflicts sync.Map
+	x       *executor
+	configs *renderConfigs
+	workers int
 }
 
-// Reconcile runs one pass over a template: read, decide, apply or prune.
+// SetupWithManager registers the reconciler: templates, the NetworkPolicies they own or would
+// own, and the SandboxRenders that govern them.
+func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sandboxtemplate").
+		For(&extv1beta1.SandboxTemplate{}).
+		WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxtemplate", extv1beta1.GroupVersion.Group, extv1beta1.SandboxTemplateKind)).
+		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(templateOfPolicy)).
+		Watches(governs(mgr.GetClient(), func() client.ObjectList { return &extv1beta1.SandboxTemplateList{} })).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
+		Complete(r)
+}
+
+// Reconcile runs one pass over a template: observe, render.PlanTemplate, execute.
 func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &extv1beta1.SandboxTemplate{}
-	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.conflicts.Delete(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !t.DeletionTimestamp.IsZero() {
-		r.conflicts.Delete(req.NamespacedName)
-		return ctrl.Result{}, nil
-	}
-	opts, inForce, err := r.configs.options(ctx, req.Namespace)
-	if err != nil || !inForce {
+	pc, err := begin(ctx, r.x, r.configs, req, t)
+	if pc == nil || !pc.inForce || err != nil {
 		return ctrl.Result{}, err
 	}
-	var have *networkingv1.NetworkPolicy
+	p := &templatePass{x: r.x, t: t, opts: pc.opts}
+	p.found.Reported = r.x.expect.reportedOn(p.key())
 	np := &networkingv1.NetworkPolicy{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: render.NetworkPolicyName(t.Name)}, np); err == nil {
-		have = np
-	} else if client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, err
+	if getCached(ctx, r.x.client, t.Namespace, render.NetworkPolicyName(t.Name), np) {
+		p.found.NetworkPolicy = np
 	}
-
-	step, err := render.TemplateStep(t, have, opts)
-	if err != nil {
-		// Someone else's policy: report it once and retry with backoff, as upstream does.
-		if last, ok := r.conflicts.Load(req.NamespacedName); !ok || last != err.Error() {
-			r.Events.warning(t, "NetworkPolicyConflict", err.Error())
-			r.conflicts.Store(req.NamespacedName, err.Error())
-		}
-		return ctrl.Result{}, err
-	}
-	r.conflicts.Delete(req.NamespacedName)
-	if step == nil {
-		return ctrl.Result{}, nil
-	}
-	a := applier{client: r.Client, reader: r.APIReader, applies: r.applies}
-	var outcome Outcome
-	if step.Action == render.ActionDelete {
-		outcome, err = a.delete(ctx, have)
-	} else {
-		var live client.Object
-		if have != nil {
-			live = have
-		}
-		outcome, err = a.apply(ctx, step.Intent, live)
-	}
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("SandboxTemplate %s/%s: %w", t.Namespace, t.Name, err)
-	}
-	if outcome != Unchanged {
-		r.Events.applied(t, []done{{step: *step, outcome: outcome}})
-	}
-	return ctrl.Result{}, nil
+	return run(ctx, r.x, t, p)
 }
+
+// templatePass is a template's pass: the NetworkPolicy found, for render.PlanTemplate.
+type templatePass struct {
+	x     *executor
+	t     *extv1beta1.SandboxTemplate
+	found render.TemplateFound
+	opts  render.Options
+}
+
+func (p *templatePass) key() objectKey {
+	return keyOf(extv1beta1.SandboxTemplateKind, p.t.Namespace, p.t.Name)
+}
+
+// plan plans the pass and remembers the refusal it reports (none once it no longer stands), so
+// that the retries of the same refusal do not report it again.
+func (p *templatePass) plan() *render.TemplatePlan {
+	plan := render.PlanTemplate(p.t, p.found, p.opts)
+	p.x.expect.report(p.key(), plan.Error)
+	return plan
+}
+
+func (p *templatePass) saw(_ render.Step, obj client.Object) {
+	p.found.NetworkPolicy, _ = obj.(*networkingv1.NetworkPolicy)
+}
+
+func (p *templatePass) live(render.Step) client.Object {
+	if p.found.NetworkPolicy == nil {
+		return nil
+	}
+	return p.found.NetworkPolicy
+}
+
+func (p *templatePass) withStatus(*render.NoStatus) client.Object { return p.t }
+
+func (p *templatePass) statusWritten(*render.TemplatePlan) {}

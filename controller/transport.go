@@ -41,8 +41,8 @@ func newApplyTransport(mgr ctrl.Manager) *applyTransport {
 	return &applyTransport{mgr: mgr, codecs: serializer.NewCodecFactory(mgr.GetScheme()), endpoints: map[schema.GroupVersionKind]applyEndpoint{}}
 }
 
-// apply sends config as a forced apply of FieldManager.
-func (t *applyTransport) apply(ctx context.Context, config map[string]any) error {
+// apply sends config as a forced apply of manager.
+func (t *applyTransport) apply(ctx context.Context, config map[string]any, manager string) error {
 	u := &unstructured.Unstructured{Object: config}
 	e, err := t.endpoint(u.GroupVersionKind())
 	if err != nil {
@@ -56,7 +56,7 @@ func (t *applyTransport) apply(ctx context.Context, config map[string]any) error
 		NamespaceIfScoped(u.GetNamespace(), e.namespaced).
 		Resource(e.resource).
 		Name(u.GetName()).
-		VersionedParams(&metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)}, metav1.ParameterCodec).
+		VersionedParams(&metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)}, metav1.ParameterCodec).
 		Body(body).
 		Do(ctx).
 		Error()

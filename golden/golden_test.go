@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -212,10 +213,10 @@ func expandFunc(cfg CaseConfig) renderFunc {
 	}
 }
 
-// planFunc is one controller pass per object of the input: for each Sandbox against the Pods,
-// Services and PVCs of the input (what the controller observed); for each claim its expiry
-// decision and status against the Sandboxes of the input (or, for claims named in config.yaml's
-// adopt, the warm adoption); for each pool its status and stale members.
+// planFunc is one controller pass per object of the input, as render plans it for the
+// controller: for each Sandbox (render.PlanSandbox) against the Pods, Services and PVCs of the
+// input (what the controller observed); for each claim (render.PlanClaim) and each pool
+// (render.PlanPool) against the agent-sandbox objects of the input.
 func planFunc(cfg CaseConfig) renderFunc {
 	return func(objs []*unstructured.Unstructured) ([]byte, error) {
 		if cfg.Now == nil {
@@ -263,7 +264,7 @@ func planFunc(cfg CaseConfig) renderFunc {
 				return nil, fmt.Errorf("Sandbox %s: the plan differs on render.ObservedPod's part of its Pods (-whole +part):\n%s", sb.Name, diff)
 			}
 			refused := errors.New("refused")
-			if diff := cmp.Diff(plan.FailedStatus(sb, refused, *cfg.Now, opts), partPlan.FailedStatus(sb, refused, *cfg.Now, opts)); diff != "" {
+			if diff := cmp.Diff(plan.Refused(refused), partPlan.Refused(refused)); diff != "" {
 				return nil, fmt.Errorf("Sandbox %s: the status after a refused write differs on render.ObservedPod's part of its Pods (-whole +part):\n%s", sb.Name, diff)
 			}
 			if err := add("SandboxPlan", sb.Namespace, sb.Name, plan); err != nil {
@@ -271,14 +272,16 @@ func planFunc(cfg CaseConfig) renderFunc {
 			}
 		}
 		for _, c := range b.Claims {
-			plan := planClaim(c, b, cfg, opts)
+			plan, err := planClaim(c, b, cfg, opts)
+			if err != nil {
+				return nil, err
+			}
 			if err := add("ClaimPlan", c.Namespace, c.Name, &plan); err != nil {
 				return nil, err
 			}
 		}
 		for _, p := range b.Pools {
-			plan := planPool(p, b, opts)
-			if err := add("PoolPlan", p.Namespace, p.Name, &plan); err != nil {
+			if err := add("PoolPlan", p.Namespace, p.Name, planPool(p, b, observed, cfg, opts)); err != nil {
 				return nil, err
 			}
 		}
@@ -287,8 +290,8 @@ func planFunc(cfg CaseConfig) renderFunc {
 	}
 }
 
-func observe(sb *agentsv1beta1.Sandbox, observed []*unstructured.Unstructured) render.ObservedChildren {
-	obs := render.ObservedChildren{}
+func observe(sb *agentsv1beta1.Sandbox, observed []*unstructured.Unstructured) render.SandboxFound {
+	obs := render.SandboxFound{}
 	for _, o := range observed {
 		if o.GetNamespace() != sb.Namespace {
 			continue
@@ -315,89 +318,113 @@ func observe(sb *agentsv1beta1.Sandbox, observed []*unstructured.Unstructured) r
 	return obs
 }
 
-// claimPlan is what the golden shows of a claim's pass.
+// claimPlan is what the golden shows of a claim's pass: render.PlanClaim's plan, and the
+// Sandbox a warm adoption applies (step intents are not part of a plan's JSON).
 type claimPlan struct {
-	Expiry  render.ClaimExpiryDecision    `json:"expiry"`
-	Adopted *agentsv1beta1.Sandbox        `json:"adopted,omitempty"`
-	Status  extv1beta1.SandboxClaimStatus `json:"status"`
+	*render.ClaimPlan `json:",inline"`
+	Adopted           *agentsv1beta1.Sandbox `json:"adopted,omitempty"`
 }
 
-func planClaim(c *extv1beta1.SandboxClaim, b *manifest.Bundle, cfg CaseConfig, opts render.Options) claimPlan {
-	plan := claimPlan{Expiry: render.ClaimExpiry(c, cfg.Now.Time)}
-	cp := render.ResolveClaim(c, b.Pools, b.Templates)
-	obs := render.ClaimObservation{Expired: plan.Expiry.Step != render.NotExpired}
-	name := c.Status.SandboxStatus.Name
-	if name == "" {
-		name = c.Name
-	}
-	if warm, ok := cfg.Adopt[c.Name]; ok {
-		name = warm
-	}
+// planClaim runs render.PlanClaim as the controller does, on what a controller would find in the
+// input: the Sandbox the claim controls, its pool and template, the pool's members and claims
+// (by the controller's indexes: the warm-pool label, spec.warmPoolRef) and the Sandbox under the
+// claim's name when render.ClaimNameToRead asks for it. A claim named in config.yaml's adopt
+// must adopt that member.
+func planClaim(c *extv1beta1.SandboxClaim, b *manifest.Bundle, cfg CaseConfig, opts render.Options) (claimPlan, error) {
+	found := render.ClaimFound{Pool: render.ResolveClaim(c, b.Pools, b.Templates)}
 	for _, sb := range b.Sandboxes {
-		if sb.Namespace == c.Namespace && sb.Name == name {
-			obs.Sandbox = sb
+		if sb.Namespace != c.Namespace {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.UID == c.UID && c.UID != "" && sb.DeletionTimestamp == nil {
+			found.Sandbox = sb
+		}
+		if p := found.Pool.Pool; p != nil && sb.Labels[agentsv1beta1.SandboxWarmPoolLabel] == render.NameHash(p.Name) {
+			found.Members = append(found.Members, sb)
 		}
 	}
-	switch {
-	case cfg.Adopt[c.Name] != "" && obs.Sandbox != nil:
-		adopted, err := render.AdoptWarmSandbox(obs.Sandbox, c, cp.Template)
-		if err != nil {
-			obs.Err = err
-			obs.Sandbox = nil
-			break
-		}
-		plan.Adopted = adopted
-		obs.Sandbox = adopted
-	case obs.Sandbox == nil && !obs.Expired:
-		if _, err := render.ClaimSandbox(c, cp, opts); err != nil {
-			obs.Err = err
-		}
-	}
-	plan.Status = render.ClaimStatus(c, obs, *cfg.Now)
-	return plan
-}
-
-// poolPlan is what the golden shows of a pool's pass.
-type poolPlan struct {
-	Status extv1beta1.SandboxWarmPoolStatus `json:"status"`
-	// Stale lists the members that no longer match the template.
-	Stale []string `json:"stale,omitempty"`
-	// NewMembers are the names the next members would get.
-	NewMembers []string `json:"newMembers,omitempty"`
-}
-
-func planPool(p *extv1beta1.SandboxWarmPool, b *manifest.Bundle, opts render.Options) poolPlan {
-	var members []*agentsv1beta1.Sandbox
-	taken := map[string]bool{}
-	for _, sb := range b.Sandboxes {
-		taken[sb.Name] = true
-		if render.PoolMember(p, sb) {
-			members = append(members, sb)
-		}
-	}
-	slices.SortFunc(members, func(a, b *agentsv1beta1.Sandbox) int { return strings.Compare(a.Name, b.Name) })
-	plan := poolPlan{Status: render.PoolStatus(p, members)}
-	var t *extv1beta1.SandboxTemplate
-	for _, c := range b.Templates {
-		if c.Namespace == p.Namespace && c.Name == p.Spec.TemplateRef.Name {
-			t = c
-		}
-	}
-	if t != nil {
-		hashes, err := render.TemplateHashes(t)
-		if err != nil {
-			panic(err)
-		}
-		for _, m := range members {
-			if render.IsStale(m, t, hashes, opts) {
-				plan.Stale = append(plan.Stale, m.Name)
+	if p := found.Pool.Pool; p != nil {
+		for _, other := range b.Claims {
+			if other.Namespace == c.Namespace && other.Spec.WarmPoolRef.Name == p.Name {
+				found.Claims = append(found.Claims, other)
 			}
 		}
 	}
-	if missing := int(render.Replicas(p)) - len(members); missing > 0 {
-		plan.NewMembers = render.PoolMemberNames(p.Namespace, p.Name, missing, taken)
+	if name, read := render.ClaimNameToRead(c, found, cfg.Now.Time); read {
+		for _, sb := range b.Sandboxes {
+			if sb.Namespace == c.Namespace && sb.Name == name {
+				found.Named = sb
+			}
+		}
 	}
-	return plan
+	plan := claimPlan{ClaimPlan: render.PlanClaim(c, found, cfg.Now.Time, opts)}
+	// A create of a name the input already holds is refused by the API server; the controller
+	// then reads that object and plans again with it (render.ConflictReplan), as here.
+	for replans := 0; replans < 3; replans++ {
+		held := inTheWay(plan.Steps, b.Sandboxes, c.Namespace)
+		if held == nil {
+			break
+		}
+		found.Saw(held.step, held.sb)
+		plan.ClaimPlan = render.PlanClaim(c, found, cfg.Now.Time, opts)
+	}
+	for _, s := range plan.Steps {
+		if s.Action == render.ActionAdopt {
+			plan.Adopted = s.Intent.Object.(*agentsv1beta1.Sandbox)
+		}
+	}
+	if want, ok := cfg.Adopt[c.Name]; ok && (plan.Adopted == nil || plan.Adopted.Name != want) {
+		return plan, fmt.Errorf("claim %s: config.yaml says it adopts %q; the plan's steps are %v", c.Name, want, plan.Steps)
+	}
+	return plan, nil
+}
+
+// heldName is a create-only step and the Sandbox of the input that holds its name.
+type heldName struct {
+	step render.Step
+	sb   *agentsv1beta1.Sandbox
+}
+
+// inTheWay is the first create-only step of steps whose name a Sandbox of the input holds.
+func inTheWay(steps []render.Step, sandboxes []*agentsv1beta1.Sandbox, ns string) *heldName {
+	for _, s := range steps {
+		if s.Precondition == nil || !s.Precondition.CreateOnly {
+			continue
+		}
+		for _, sb := range sandboxes {
+			if sb.Namespace == ns && sb.Name == s.Name {
+				return &heldName{s, sb}
+			}
+		}
+	}
+	return nil
+}
+
+// planPool runs render.PlanPool as the controller does, on what a controller would find in the
+// input: the pool's template, the Sandboxes carrying its warm-pool label, and the names taken
+// (every Sandbox's and every Pod's of the namespace).
+func planPool(p *extv1beta1.SandboxWarmPool, b *manifest.Bundle, observed []*unstructured.Unstructured, cfg CaseConfig, opts render.Options) *render.PoolPlan {
+	found := render.PoolFound{Taken: map[string]bool{}}
+	for _, sb := range b.Sandboxes {
+		if sb.Namespace != p.Namespace {
+			continue
+		}
+		found.Taken[sb.Name] = true
+		if sb.Labels[agentsv1beta1.SandboxWarmPoolLabel] == render.NameHash(p.Name) {
+			found.Sandboxes = append(found.Sandboxes, sb)
+		}
+	}
+	for _, o := range observed {
+		if o.GetKind() == "Pod" && o.GetNamespace() == p.Namespace {
+			found.Taken[o.GetName()] = true
+		}
+	}
+	for _, t := range b.Templates {
+		if t.Namespace == p.Namespace && t.Name == p.Spec.TemplateRef.Name {
+			found.Template = t
+		}
+	}
+	return render.PlanPool(p, found, cfg.Now.Time, opts)
 }
 
 func mustConvert(u *unstructured.Unstructured, into any) {

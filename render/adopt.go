@@ -15,6 +15,7 @@ import (
 // environment injection. We do not write upstream's pod-name annotation (see the README).
 func AdoptWarmSandbox(warm *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) (*agentsv1beta1.Sandbox, *ClaimError) {
 	sb := warm.DeepCopy()
+	sb.TypeMeta = sandboxTypeMeta // a member read from a cache has none; an intent carries it
 	refHash := sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel]
 	if sb.Labels == nil {
 		sb.Labels = map[string]string{}

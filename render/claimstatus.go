@@ -39,51 +39,29 @@ func ClaimExpireAt(claim *extv1beta1.SandboxClaim) *time.Time {
 	return at
 }
 
-// ClaimAction is what an expired claim's second pass does.
-type ClaimAction string
-
-// The actions of the claim shutdown policies.
-const (
-	// ClaimDelete deletes the claim with background propagation (Delete).
-	ClaimDelete ClaimAction = "DeleteClaim"
-	// ClaimDeleteForeground deletes the claim with foreground propagation, so the claim lingers
-	// until its Sandbox and Pod are gone (DeleteForeground).
-	ClaimDeleteForeground ClaimAction = "DeleteClaimForeground"
-	// ClaimDeleteSandbox deletes the claim's Sandbox, if the claim controls it, and keeps the claim
-	// (Retain, the default).
-	ClaimDeleteSandbox ClaimAction = "DeleteSandbox"
-)
-
-// ClaimExpiryDecision is what the controller does about a claim's lifecycle in this pass.
-type ClaimExpiryDecision struct {
-	Step ExpiryStep `json:"step"`
-	// Action is set on CleanUp.
-	Action ClaimAction `json:"action,omitempty"`
-	// RequeueAfter is when to look again: at expiry while not expired, 1ms after marking.
-	RequeueAfter metav1.Duration `json:"requeueAfter,omitzero"`
-}
-
 // ClaimExpiry decides, given the time, upstream's two-pass claim expiry: the first expired pass
-// marks Ready=False/ClaimExpired, the next one carries out the shutdown policy.
-func ClaimExpiry(claim *extv1beta1.SandboxClaim, now time.Time) ClaimExpiryDecision {
+// marks Ready=False/ClaimExpired, the next one carries out the shutdown policy: Retain (the
+// default) deletes the claim's Sandbox, if the claim controls it, and keeps the claim; Delete and
+// DeleteForeground delete the claim (its Sandbox goes with it through the owner reference), with
+// that propagation: under Foreground the claim lingers until its Sandbox and Pod are gone.
+func ClaimExpiry(claim *extv1beta1.SandboxClaim, now time.Time) ExpiryDecision {
 	at := ClaimExpireAt(claim)
 	if at == nil {
-		return ClaimExpiryDecision{Step: NotExpired}
+		return ExpiryDecision{Step: NotExpired}
 	}
 	if now.Before(*at) {
-		return ClaimExpiryDecision{Step: NotExpired, RequeueAfter: metav1.Duration{Duration: at.Sub(now)}}
+		return ExpiryDecision{Step: NotExpired, RequeueAfter: metav1.Duration{Duration: at.Sub(now)}}
 	}
 	if c := meta.FindStatusCondition(claim.Status.Conditions, agentsv1beta1.ConditionReady); c == nil || c.Reason != extv1beta1.ClaimExpiredReason {
-		return ClaimExpiryDecision{Step: MarkExpired, RequeueAfter: metav1.Duration{Duration: time.Millisecond}}
+		return ExpiryDecision{Step: MarkExpired, RequeueAfter: metav1.Duration{Duration: time.Millisecond}}
 	}
-	d := ClaimExpiryDecision{Step: CleanUp, Action: ClaimDeleteSandbox}
 	switch claim.Spec.Lifecycle.ShutdownPolicy {
 	case extv1beta1.ShutdownPolicyDelete:
-		d.Action = ClaimDelete
+		return ExpiryDecision{Step: CleanUp, DeleteClaim: metav1.DeletePropagationBackground}
 	case extv1beta1.ShutdownPolicyDeleteForeground:
-		d.Action = ClaimDeleteForeground
+		return ExpiryDecision{Step: CleanUp, DeleteClaim: metav1.DeletePropagationForeground}
 	}
-	return d
+	return ExpiryDecision{Step: CleanUp, DeleteSandbox: true}
 }
 
 // ClaimNotOwnedError is the error of a Retain cleanup that finds a Sandbox the claim does not
@@ -93,13 +71,14 @@ func ClaimNotOwnedError(sandbox, claim string) *ClaimError {
 		Err: fmt.Sprintf("sandbox not owned by this claim: sandbox %q is not owned by claim %q", sandbox, claim)}
 }
 
-// ClaimObservation is what the controller knows about a claim after its pass.
-type ClaimObservation struct {
+// ClaimStatusInputs are what a claim's status is computed from: its Sandbox after the pass, and
+// why it has none.
+type ClaimStatusInputs struct {
 	// Sandbox is the claim's Sandbox as observed, nil if there is none.
 	Sandbox *agentsv1beta1.Sandbox
 	// Err is why the claim has no Sandbox, if it is a claim problem.
 	Err *ClaimError
-	// Expired is set once the claim's lifecycle has ended (ClaimExpiry is not NotExpired).
+	// Expired is set once the claim's lifecycle has ended (its expiry step is not NotExpired).
 	Expired bool
 }
 
@@ -107,7 +86,7 @@ type ClaimObservation struct {
 // expiry, or the Sandbox (its Ready condition copied, with the claim's generation); Finished
 // mirrored from the Sandbox (kept while an expired claim's Sandbox is gone); the Sandbox's name and
 // pod IPs. Conditions are sorted by type, as upstream sorts them before writing.
-func ClaimStatus(claim *extv1beta1.SandboxClaim, obs ClaimObservation, now metav1.Time) extv1beta1.SandboxClaimStatus {
+func ClaimStatus(claim *extv1beta1.SandboxClaim, obs ClaimStatusInputs, now metav1.Time) extv1beta1.SandboxClaimStatus {
 	st := *claim.Status.DeepCopy()
 	ready := claimReady(claim, obs)
 	if ready.LastTransitionTime.IsZero() {
@@ -137,7 +116,7 @@ func ClaimStatus(claim *extv1beta1.SandboxClaim, obs ClaimObservation, now metav
 	return st
 }
 
-func claimReady(claim *extv1beta1.SandboxClaim, obs ClaimObservation) metav1.Condition {
+func claimReady(claim *extv1beta1.SandboxClaim, obs ClaimStatusInputs) metav1.Condition {
 	c := metav1.Condition{Type: agentsv1beta1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: claim.Generation}
 	switch {
 	case obs.Err != nil:

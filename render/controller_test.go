@@ -23,7 +23,7 @@ func testTemplate(mgmt extv1beta1.NetworkPolicyManagement, custom *extv1beta1.Ne
 	}
 }
 
-func TestTemplateStep(t *testing.T) {
+func TestPlanTemplate(t *testing.T) {
 	managed := testTemplate(extv1beta1.NetworkPolicyManagementManaged, nil)
 	rendered := TemplateNetworkPolicy(managed, Options{})
 	drifted := rendered.DeepCopy()
@@ -38,8 +38,11 @@ func TestTemplateStep(t *testing.T) {
 		reason   string
 		template *extv1beta1.SandboxTemplate
 		have     *networkingv1.NetworkPolicy
+		reported string
 		want     *Step
 		wantErr  string
+		// wantEvent is the reason of the Warning the pass records, if any.
+		wantEvent string
 	}{
 		"create": {
 			reason: "a Managed template without a policy gets the rendered one", template: managed,
@@ -58,11 +61,18 @@ func TestTemplateStep(t *testing.T) {
 		},
 		"foreign refused": {
 			reason: "another controller's policy is never touched", template: managed, have: foreign,
-			wantErr: `refusing to update NetworkPolicy "python-network-policy" as it is not controlled by SandboxTemplate "python"`,
+			wantErr:   `refusing to update NetworkPolicy "python-network-policy" as it is not controlled by SandboxTemplate "python"`,
+			wantEvent: "NetworkPolicyConflict",
+		},
+		"refusal reported once": {
+			reason: "the retries of a refusal already reported record no event", template: managed, have: foreign,
+			reported: `refusing to update NetworkPolicy "python-network-policy" as it is not controlled by SandboxTemplate "python"`,
+			wantErr:  `refusing to update NetworkPolicy "python-network-policy" as it is not controlled by SandboxTemplate "python"`,
 		},
 		"unrelated refused": {
 			reason: "an unowned policy that selects something else is someone else's", template: managed, have: unrelated,
-			wantErr: `refusing to update NetworkPolicy "python-network-policy" as it is not controlled by SandboxTemplate "python"`,
+			wantErr:   `refusing to update NetworkPolicy "python-network-policy" as it is not controlled by SandboxTemplate "python"`,
+			wantEvent: "NetworkPolicyConflict",
 		},
 		"unmanaged deletes owned": {
 			reason: "Unmanaged removes the policy the template owns", template: testTemplate(extv1beta1.NetworkPolicyManagementUnmanaged, nil), have: rendered,
@@ -74,9 +84,22 @@ func TestTemplateStep(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := TemplateStep(tc.template, tc.have, Options{})
-			if gotErr := errString(err); gotErr != tc.wantErr {
-				t.Fatalf("%s: error %q, want %q", tc.reason, gotErr, tc.wantErr)
+			plan := PlanTemplate(tc.template, TemplateFound{NetworkPolicy: tc.have, Reported: tc.reported}, Options{})
+			if plan.Error != tc.wantErr {
+				t.Fatalf("%s: error %q, want %q", tc.reason, plan.Error, tc.wantErr)
+			}
+			gotEvent := ""
+			for _, e := range plan.Events {
+				gotEvent = e.Reason
+			}
+			if gotEvent != tc.wantEvent {
+				t.Errorf("%s: event %q, want %q", tc.reason, gotEvent, tc.wantEvent)
+			}
+			var got *Step
+			if len(plan.Steps) > 1 {
+				t.Fatalf("%s: %d steps", tc.reason, len(plan.Steps))
+			} else if len(plan.Steps) == 1 {
+				got = &plan.Steps[0]
 			}
 			if got != nil {
 				if got.Action != ActionDelete && (got.Intent == nil || got.Intent.Object.GetName() != got.Name) {
@@ -85,7 +108,7 @@ func TestTemplateStep(t *testing.T) {
 				got = &Step{Action: got.Action, Kind: got.Kind, Name: got.Name}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s: TemplateStep (-want +got):\n%s", tc.reason, diff)
+				t.Errorf("%s: PlanTemplate (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
@@ -115,7 +138,7 @@ func TestStatusNeedsWrite(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := StatusNeedsWrite(&tc.prev, &tc.next); got != tc.want {
+			if got := sandboxStatusChanged(&tc.prev, &tc.next); got != tc.want {
 				t.Errorf("%s: StatusNeedsWrite = %v, want %v", tc.reason, got, tc.want)
 			}
 		})
@@ -173,7 +196,7 @@ func TestPlanIntents(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		sb     *agentsv1beta1.Sandbox
-		obs    ObservedChildren
+		obs    SandboxFound
 		want   []want
 	}{
 		"create": {
@@ -181,23 +204,23 @@ func TestPlanIntents(t *testing.T) {
 			want: []want{{Action: ActionCreate, Kind: "Pod", Labels: children.Pod.Labels, Spec: true}},
 		},
 		"pod metadata only": {
-			reason: "an existing Pod gets its metadata, never its spec", sb: sb, obs: ObservedChildren{Pods: []*corev1.Pod{stalePod}},
+			reason: "an existing Pod gets its metadata, never its spec", sb: sb, obs: SandboxFound{Pods: []*corev1.Pod{stalePod}},
 			want: []want{{Action: ActionUpdate, Kind: "Pod", Scope: []string{ScopeLabels, ScopeAnnotations, ScopeOwnerReferences}, Labels: children.Pod.Labels}},
 		},
 		"kept service": {
 			reason: "a kept Service (spec.service unset) gets only its label and selector fixed", sb: sb,
-			obs: ObservedChildren{Pods: []*corev1.Pod{children.Pod}, Service: keptSvc},
+			obs: SandboxFound{Pods: []*corev1.Pod{children.Pod}, Service: keptSvc},
 			want: []want{{Action: ActionUpdate, Kind: "Service", Scope: []string{ScopeLabels, ScopeOwnerReferences, ScopeSelector},
 				Labels: map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}, Spec: true}},
 		},
 		"drifted service": {
 			reason: "a Service kept as rendered (spec.service true) with a port another manager added is applied whole, marked drifted", sb: withService,
-			obs:  ObservedChildren{Pods: []*corev1.Pod{serviceChildren.Pod}, Service: portAdded},
+			obs:  SandboxFound{Pods: []*corev1.Pod{serviceChildren.Pod}, Service: portAdded},
 			want: []want{{Action: ActionUpdate, Kind: "Service", Labels: serviceChildren.Service.Labels, Spec: true, Drifted: true}},
 		},
 		"adopted pvc": {
 			reason: "an adoptable PVC gains the owner reference and the name-hash label, which a controller's cache selects children by", sb: withPVC,
-			obs: ObservedChildren{Pods: []*corev1.Pod{children.Pod}, PVCs: []*corev1.PersistentVolumeClaim{adoptablePVC}},
+			obs: SandboxFound{Pods: []*corev1.Pod{children.Pod}, PVCs: []*corev1.PersistentVolumeClaim{adoptablePVC}},
 			want: []want{
 				{Action: ActionAdopt, Kind: "PersistentVolumeClaim", Scope: []string{ScopeLabels, ScopeOwnerReferences},
 					Labels: map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}},
@@ -257,16 +280,17 @@ func TestStatusHold(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := StatusHold(sb, tc.pod, tc.next, created.Add(tc.at)); got != tc.want {
+			if got := sandboxStatusHold(sb, tc.pod, tc.next, created.Add(tc.at)); got != tc.want {
 				t.Errorf("%s: StatusHold = %v, want %v", tc.reason, got, tc.want)
 			}
 		})
 	}
 }
 
-// TestFailedStatus: a pass whose write the API server refused reports it as upstream reports any
-// error of a pass, with the rest of the status as the children were before the pass.
-func TestFailedStatus(t *testing.T) {
+// TestRefused: a pass whose write the API server refused reports it as upstream reports any
+// error of a pass, with the rest of the status as the children were before the pass, and a
+// Warning event with it.
+func TestRefused(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	sb := &agentsv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: "default", UID: types.UID("sb-uid"), Generation: 1},
@@ -299,7 +323,7 @@ func TestFailedStatus(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		sb     *agentsv1beta1.Sandbox
-		obs    ObservedChildren
+		obs    SandboxFound
 		err    error
 		want   *summary
 	}{
@@ -309,7 +333,7 @@ func TestFailedStatus(t *testing.T) {
 		},
 		"refused service create": {
 			reason: "the running Pod still shows; the Service that was refused does not", sb: sb,
-			obs: ObservedChildren{Pods: []*corev1.Pod{running}}, err: refused,
+			obs: SandboxFound{Pods: []*corev1.Pod{running}}, err: refused,
 			want: &summary{Reason: agentsv1beta1.ReasonReconcilerError, Message: "Error seen: " + refused.Error(), PodScheduled: true, PodIPs: []string{"10.0.0.7"}},
 		},
 		"no error":         {reason: "nothing to amend", sb: sb},
@@ -318,7 +342,13 @@ func TestFailedStatus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			st := PlanSandbox(tc.sb, tc.obs, now, Options{}).FailedStatus(tc.sb, tc.err, now, Options{})
+			var st *agentsv1beta1.SandboxStatus
+			if p := PlanSandbox(tc.sb, tc.obs, now, Options{}).Refused(tc.err); p != nil {
+				if !p.WriteStatus || len(p.StatusEvents) != 1 || p.StatusEvents[0].Reason != agentsv1beta1.ReasonReconcilerError {
+					t.Errorf("%s: the refusal's status is not written with its Warning: %+v", tc.reason, p)
+				}
+				st = p.Status
+			}
 			var got *summary
 			if st != nil {
 				ready := findCond(st.Conditions, agentsv1beta1.ConditionReady)

@@ -24,13 +24,18 @@ const (
 	CleanUp ExpiryStep = "CleanUp"
 )
 
-// ExpiryDecision is what the controller does about shutdownTime in this pass.
+// ExpiryDecision is what a controller does in this pass about an object's lifecycle: a
+// Sandbox's shutdownTime (Expiry) or a claim's (ClaimExpiry).
 type ExpiryDecision struct {
 	Step ExpiryStep `json:"step"`
-	// DeleteSandbox is set on CleanUp when shutdownPolicy is Delete.
+	// DeleteSandbox is set on CleanUp when the Sandbox goes: a Sandbox's shutdownPolicy Delete,
+	// or a claim's Retain, under which the claim stays.
 	DeleteSandbox bool `json:"deleteSandbox,omitempty"`
-	// RequeueAfter is when to look again: at shutdownTime (but not sooner than 2s) while not
-	// expired, and 1ms after marking.
+	// DeleteClaim is set on a claim's CleanUp under Delete or DeleteForeground: the claim goes,
+	// with this propagation.
+	DeleteClaim metav1.DeletionPropagation `json:"deleteClaim,omitempty"`
+	// RequeueAfter is when to look again: at expiry while not expired (a Sandbox's not sooner
+	// than 2s), and 1ms after marking.
 	RequeueAfter metav1.Duration `json:"requeueAfter,omitzero"`
 }
 

@@ -104,8 +104,8 @@ func TestObservedPodPlansTheSame(t *testing.T) {
 				for i, p := range tc.pods {
 					trimmed[i] = ObservedPod(p)
 				}
-				whole := PlanSandbox(tc.sb, ObservedChildren{Pods: tc.pods}, metav1.NewTime(now), Options{})
-				part := PlanSandbox(tc.sb, ObservedChildren{Pods: trimmed}, metav1.NewTime(now), Options{})
+				whole := PlanSandbox(tc.sb, SandboxFound{Pods: tc.pods}, metav1.NewTime(now), Options{})
+				part := PlanSandbox(tc.sb, SandboxFound{Pods: trimmed}, metav1.NewTime(now), Options{})
 				if diff := cmp.Diff(decisions(whole, tc.sb, now), decisions(part, tc.sb, now)); diff != "" {
 					t.Errorf("at %v the plan differs on the observed part of the Pod (-whole +part):\n%s", now, diff)
 				}
@@ -131,7 +131,7 @@ func decisions(p *SandboxPlan, sb *agentsv1beta1.Sandbox, now time.Time) planDec
 		}
 	}
 	if p.Status != nil {
-		d.Hold = StatusHold(sb, p.Pod, p.Status, now)
+		d.Hold = sandboxStatusHold(sb, p.Pod, p.Status, now)
 	}
 	return d
 }
@@ -187,15 +187,15 @@ func TestPodToReadByName(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		sb     *agentsv1beta1.Sandbox
-		obs    ObservedChildren
+		obs    SandboxFound
 		want   want
 	}{
 		"running":            {reason: "a running Sandbox's create finds a taken name", sb: running},
 		"suspended, none":    {reason: "a suspended Sandbox with no Pod observed reads its pod name", sb: suspended, want: want{"box", true}},
 		"suspended, renamed": {reason: "the pod-name annotation names the Pod", sb: renamed, want: want{"box-pod", true}},
 		"suspended, garbage": {reason: "an annotation no Pod name can match names nothing to read", sb: garbage},
-		"suspended, seen":    {reason: "a Pod observed needs no read", sb: suspended, obs: ObservedChildren{Pods: []*corev1.Pod{own}}},
-		"suspended, unknown": {reason: "a failed list is retried, not read around", sb: suspended, obs: ObservedChildren{PodUnknown: true}},
+		"suspended, seen":    {reason: "a Pod observed needs no read", sb: suspended, obs: SandboxFound{Pods: []*corev1.Pod{own}}},
+		"suspended, unknown": {reason: "a failed list is retried, not read around", sb: suspended, obs: SandboxFound{PodUnknown: true}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -43,6 +43,9 @@ type Options struct {
 	// about 49 KB per member, so without it many pools under MaxPoolReplicas each could still
 	// exhaust a CI runner.
 	MaxPoolMembers int64
+	// Upstream are the controller's switches for upstream's annotations (--upstream-annotations);
+	// no render config sets them, and the function's render writes no annotations of them.
+	Upstream UpstreamAnnotations
 }
 
 // DefaultMaxPoolMembers is the default of Options.MaxPoolMembers: two full pools, about 1 GB.

@@ -2,6 +2,7 @@ package render
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -32,45 +33,34 @@ const (
 	DeleteScaleDown   = "ScaleDown"
 )
 
-// PoolDeletion is a member a pool pass deletes, and why.
-type PoolDeletion struct {
-	Sandbox *agentsv1beta1.Sandbox
-	Reason  string
-}
-
-// PoolObservation is what a controller knows about a pool when it plans a pass.
-type PoolObservation struct {
+// PoolFound is what a controller found in the cluster for one pool's pass.
+type PoolFound struct {
 	// Template is the pool's template, nil when it does not exist.
 	Template *extv1beta1.SandboxTemplate
 	// Sandboxes are the Sandboxes of the pool's namespace that carry its warm-pool label.
 	Sandboxes []*agentsv1beta1.Sandbox
 	// Taken are the names of every Sandbox of the namespace; new members never reuse one.
 	Taken map[string]bool
-	// InFlight counts members created or deleted by earlier passes that the observation does not
-	// show yet: creates count as members, deletes as terminating members.
+	// InFlight counts members created or deleted by earlier passes that the Sandboxes found do
+	// not show yet: creates count as members, deletes as terminating members.
 	InFlightCreates, InFlightDeletes int
 }
 
-// PoolPlan is one pass of a pool: members to create, orphans to take in, members to delete, the
-// status, and when to look again.
+// PoolPlan is one pass of a pool (see Plan): orphans taken in, members deleted (each step's
+// Reason says why), members created in slow-start batches, in that order; the status, which the
+// scale subresource reads; and the warnings of a pool that cannot progress.
 type PoolPlan struct {
-	Create []*agentsv1beta1.Sandbox
-	// Adopt are orphans (no controller) the pool takes in: the intent carries only the pool's
-	// controller reference and launch-type label.
-	Adopt  []*agentsv1beta1.Sandbox
-	Delete []PoolDeletion
-	Status extv1beta1.SandboxWarmPoolStatus
-	// Held are not-Ready members past the grace period kept because their Pod cannot be
-	// scheduled (upstream's WarmPoolNotProgressing).
-	Held []*agentsv1beta1.Sandbox
+	Plan[extv1beta1.SandboxWarmPoolStatus] `json:",inline"`
 	// LimitedTo is Options.MaxPoolReplicas when spec.replicas asks for more: the pool is kept at
 	// that limit (the render refuses such a pool; a controller cannot refuse an object that
 	// already exists, so it says so instead). Zero when the pool is within the limit.
-	LimitedTo int32
-	// RequeueAfter is the earliest grace deadline of a not-Ready member, or the recheck of a held
-	// one; zero when nothing waits on time.
-	RequeueAfter time.Duration
+	LimitedTo int32 `json:"limitedTo,omitempty"`
 }
+
+// PoolWriteRecheck is the safety net of a pool pass that wrote members, or waits on writes of
+// earlier passes the cache does not show yet: their watch events bring the next pass well
+// before it, and a controller stops expecting them after it.
+const PoolWriteRecheck = 30 * time.Second
 
 // PlanPool computes a pool pass as upstream's warm-pool controller does: orphans with the
 // pool's label are taken in (or deleted when stale), stale members go under Recreate, members not
@@ -78,22 +68,37 @@ type PoolPlan struct {
 // spec.replicas with deterministic names or scaled down (not-Ready members first, then newest
 // first, ties by name), at most PoolMaxBatch at a time. With no template nothing is created and
 // nothing is judged stale. Members another object controls are not the pool's.
-func PlanPool(pool *extv1beta1.SandboxWarmPool, obs PoolObservation, now time.Time, opts Options) PoolPlan {
-	var plan PoolPlan
-	t := obs.Template
+func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, opts Options) *PoolPlan {
+	plan := &PoolPlan{}
+	t := found.Template
 	var hashes PoolHashes
-	haveTemplate := t != nil
-	if haveTemplate {
+	if t != nil {
 		var err error
 		if hashes, err = TemplateHashes(t); err != nil {
-			haveTemplate = false
+			t = nil // a template whose hashes cannot be computed makes nothing and judges nothing
 		}
 	}
-	recreate := UpdateStrategy(pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType
+	active, held, terminating := plan.judge(pool, found, t, hashes, now, opts)
+	active = plan.scale(pool, found, active, terminating, t, hashes, opts)
+	plan.wait(active, now)
+	if found.InFlightCreates+found.InFlightDeletes > 0 || len(plan.Steps) > 0 {
+		plan.requeue(PoolWriteRecheck)
+	}
+	st := PoolStatus(pool, active)
+	plan.Status = &st
+	plan.WriteStatus = st != pool.Status
+	plan.warn(pool, held)
+	return plan
+}
 
-	var active []*agentsv1beta1.Sandbox
-	terminating := obs.InFlightDeletes
-	for _, sb := range sortedByName(obs.Sandboxes) {
+// judge goes through the pool's members by name: orphans are taken in (or deleted when stale),
+// stale members go under Recreate, members not Ready after the grace period go unless their Pod
+// cannot be scheduled (then they are held). It returns the members that stay, the held ones,
+// and how many are terminating.
+func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *extv1beta1.SandboxTemplate, hashes PoolHashes, now time.Time, opts Options) (active, held []*agentsv1beta1.Sandbox, terminating int) {
+	terminating = found.InFlightDeletes
+	recreate := UpdateStrategy(pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType
+	for _, sb := range sortedByName(found.Sandboxes) {
 		if !PoolMember(pool, sb) {
 			continue
 		}
@@ -102,72 +107,101 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, obs PoolObservation, now time.Ti
 			continue
 		}
 		orphan := metav1.GetControllerOfNoCopy(sb) == nil
+		stale := t != nil && IsStale(sb, t, hashes, opts)
+		reason := ""
 		switch {
-		case orphan && haveTemplate && IsStale(sb, t, hashes, opts):
-			plan.Delete = append(plan.Delete, PoolDeletion{sb, DeleteStaleOrphan})
-			terminating++
-			continue
+		case orphan && stale:
+			reason = DeleteStaleOrphan
 		case orphan:
-			plan.Adopt = append(plan.Adopt, poolAdoption(pool, sb))
-		case recreate && haveTemplate && IsStale(sb, t, hashes, opts):
-			plan.Delete = append(plan.Delete, PoolDeletion{sb, DeleteStale})
+			// Only the pool's controller reference and launch-type label: upstream adopts with
+			// an update of just these.
+			p.Steps = append(p.Steps, Step{Action: ActionAdopt, Kind: agentsv1beta1.SandboxKind, Name: sb.Name, Intent: &Intent{Object: poolAdoption(pool, sb)}})
+		case recreate && stale:
+			reason = DeleteStale
+		}
+		if reason == "" && !meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) && !now.Before(sb.CreationTimestamp.Add(PoolReadinessGrace)) {
+			if unschedulable(sb) {
+				held = append(held, sb)
+			} else {
+				reason = DeleteStuck
+			}
+		}
+		if reason != "" {
+			p.Steps = append(p.Steps, poolDeletion(sb, reason))
 			terminating++
 			continue
-		}
-		if !meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
-			deadline := sb.CreationTimestamp.Add(PoolReadinessGrace)
-			switch {
-			case now.Before(deadline):
-			case unschedulable(sb):
-				plan.Held = append(plan.Held, sb)
-			default:
-				plan.Delete = append(plan.Delete, PoolDeletion{sb, DeleteStuck})
-				terminating++
-				continue
-			}
 		}
 		active = append(active, sb)
 	}
+	return active, held, terminating
+}
 
+// scale fills the pool to spec.replicas (less what is terminating) with members of deterministic
+// names, or deletes the least useful members above it, at most PoolMaxBatch at a time; it
+// returns the members that stay.
+func (p *PoolPlan) scale(pool *extv1beta1.SandboxWarmPool, found PoolFound, active []*agentsv1beta1.Sandbox, terminating int, t *extv1beta1.SandboxTemplate, hashes PoolHashes, opts Options) []*agentsv1beta1.Sandbox {
 	desired := int(Replicas(pool))
 	if limit := int(opts.maxPoolReplicas()); desired > limit {
 		desired = limit
-		plan.LimitedTo = int32(limit)
+		p.LimitedTo = int32(limit)
 	}
-	switch have := len(active) + obs.InFlightCreates; {
-	case have+terminating < desired && haveTemplate:
+	switch have := len(active) + found.InFlightCreates; {
+	case have+terminating < desired && t != nil:
 		n := min(desired-have-terminating, PoolMaxBatch)
-		for _, name := range PoolMemberNames(pool.Namespace, pool.Name, n, obs.Taken) {
-			plan.Create = append(plan.Create, PoolSandbox(pool, t, name, hashes, opts))
+		for _, name := range PoolMemberNames(pool.Namespace, pool.Name, n, found.Taken) {
+			// Create only: a name the cache did not show as taken is never applied over (it could
+			// be a member a claim has just adopted). Created in slow-start batches, as upstream
+			// creates members: a failing API server sees one request, not hundreds.
+			e := normalEvent("Created", fmt.Sprintf("Created Sandbox %q", name))
+			s := createStep(agentsv1beta1.SandboxKind, PoolSandbox(pool, t, name, hashes, opts), &e)
+			s.OnConflict, s.Concurrent = ConflictSkip, true
+			p.Steps = append(p.Steps, s)
 		}
 	case have > desired:
 		excess := slices.Clone(active)
 		slices.SortFunc(excess, scaleDownOrder)
 		n := min(have-desired, len(excess), PoolMaxBatch)
 		for _, sb := range excess[:n] {
-			plan.Delete = append(plan.Delete, PoolDeletion{sb, DeleteScaleDown})
+			p.Steps = append(p.Steps, poolDeletion(sb, DeleteScaleDown))
 		}
 		active = excess[n:]
 	}
-	// The members kept wait on time only while they are not Ready: until their grace ends, or
-	// for the next look at one that cannot be scheduled.
+	return active
+}
+
+// poolDeletion deletes a member on the version found: a member a claim adopted meanwhile is not
+// deleted from under it (the conflict leaves it to the next pass, which sees the adoption).
+func poolDeletion(sb *agentsv1beta1.Sandbox, reason string) Step {
+	e := normalEvent("Deleted", fmt.Sprintf("Deleted Sandbox %q (%s)", sb.Name, reason))
+	s := deleteStep(agentsv1beta1.SandboxKind, sb, &e)
+	s.Reason, s.Precondition.ResourceVersion = reason, sb.ResourceVersion
+	return s
+}
+
+// wait sets when the members kept wait on time: while they are not Ready, until their grace
+// ends, or for the next look at one that cannot be scheduled.
+func (p *PoolPlan) wait(active []*agentsv1beta1.Sandbox, now time.Time) {
 	for _, sb := range active {
 		if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
 			continue
 		}
 		if deadline := sb.CreationTimestamp.Add(PoolReadinessGrace); now.Before(deadline) {
-			plan.requeue(deadline.Sub(now))
+			p.requeue(deadline.Sub(now))
 		} else {
-			plan.requeue(poolUnschedulableRecheck)
+			p.requeue(poolUnschedulableRecheck)
 		}
 	}
-	plan.Status = PoolStatus(pool, active)
-	return plan
 }
 
-func (p *PoolPlan) requeue(d time.Duration) {
-	if p.RequeueAfter == 0 || d < p.RequeueAfter {
-		p.RequeueAfter = d
+// warn says what keeps the pool from progressing: a spec.replicas over the limit, while the pool
+// grows to the limit (not on every pass after), and a held member (upstream's
+// WarmPoolNotProgressing).
+func (p *PoolPlan) warn(pool *extv1beta1.SandboxWarmPool, held []*agentsv1beta1.Sandbox) {
+	if p.LimitedTo > 0 && pool.Status.Replicas < p.LimitedTo {
+		p.Events = append(p.Events, warningEvent("ReplicasOverLimit", fmt.Sprintf("spec.replicas %d is more than the limit of %d members per pool; kept at the limit (raise it with the render config's spec.maxPoolReplicas)", Replicas(pool), p.LimitedTo)))
+	}
+	if len(held) > 0 {
+		p.Events = append(p.Events, warningEvent("WarmPoolNotProgressing", fmt.Sprintf("Sandbox %q is not Ready after %v and its Pod cannot be scheduled; kept", held[0].Name, PoolReadinessGrace)))
 	}
 }
 
@@ -202,9 +236,4 @@ func poolAdoption(pool *extv1beta1.SandboxWarmPool, sb *agentsv1beta1.Sandbox) *
 			OwnerReferences: controllerRef(extv1beta1.GroupVersion, extv1beta1.SandboxWarmPoolKind, pool),
 		},
 	}
-}
-
-// PoolStatusNeedsWrite reports whether next differs from the pool's status.
-func PoolStatusNeedsWrite(cur, next *extv1beta1.SandboxWarmPoolStatus) bool {
-	return *cur != *next
 }

@@ -43,6 +43,7 @@ func member(p *extv1beta1.SandboxWarmPool, tpl *extv1beta1.SandboxTemplate, name
 	}
 	sb := PoolSandbox(p, tpl, name, h, Options{})
 	sb.CreationTimestamp = metav1.NewTime(planNow.Add(-age))
+	sb.UID, sb.ResourceVersion = k8stypes.UID("uid-"+name), "7"
 	for _, o := range opts {
 		o(sb)
 	}
@@ -75,8 +76,9 @@ func TestPlanPool(t *testing.T) {
 		Create       []string
 		Adopt        []string
 		Delete       []string
-		Held         []string
+		Events       []string
 		Status       extv1beta1.SandboxWarmPoolStatus
+		WriteStatus  bool
 		RequeueAfter time.Duration
 	}
 	status := func(replicas, ready int32) extv1beta1.SandboxWarmPoolStatus {
@@ -84,83 +86,83 @@ func TestPlanPool(t *testing.T) {
 	}
 	cases := map[string]struct {
 		pool *extv1beta1.SandboxWarmPool
-		obs  PoolObservation
+		obs  PoolFound
 		opts Options
 		want summary
 	}{
 		"empty pool fills with the render's names": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl},
-			want: summary{Create: names[:2], Status: status(0, 0)},
+			pool: onReplenish, obs: PoolFound{Template: tpl},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Create: names[:2], Status: status(0, 0)},
 		},
 		"names in use are skipped": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl, Taken: map[string]bool{names[0]: true}},
-			want: summary{Create: []string{PoolMemberName("ns", "pool", 0, 1), names[1]}, Status: status(0, 0)},
+			pool: onReplenish, obs: PoolFound{Template: tpl, Taken: map[string]bool{names[0]: true}},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Create: []string{PoolMemberName("ns", "pool", 0, 1), names[1]}, Status: status(0, 0)},
 		},
 		"in-flight creates are not made twice": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl, InFlightCreates: 2},
-			want: summary{Status: status(0, 0)},
+			pool: onReplenish, obs: PoolFound{Template: tpl, InFlightCreates: 2},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Status: status(0, 0)},
 		},
 		"no template, nothing created": {
-			pool: onReplenish, obs: PoolObservation{},
-			want: summary{Status: status(0, 0)},
+			pool: onReplenish, obs: PoolFound{},
+			want: summary{WriteStatus: true, Status: status(0, 0)},
 		},
 		"full and Ready": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: onReplenish, obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute, ready)}},
-			want: summary{Status: status(2, 2)},
+			want: summary{WriteStatus: true, Status: status(2, 2)},
 		},
 		"a starting member is waited for until its grace ends": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: onReplenish, obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute)}},
-			want: summary{Status: status(2, 1), RequeueAfter: 4 * time.Minute},
+			want: summary{WriteStatus: true, Status: status(2, 1), RequeueAfter: 4 * time.Minute},
 		},
 		// The deleted member counts against capacity until it is gone (upstream's terminating
 		// members); its replacement comes in the pass after.
 		"a member not Ready after the grace is replaced": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl, Taken: map[string]bool{names[0]: true, names[1]: true}, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: onReplenish, obs: PoolFound{Template: tpl, Taken: map[string]bool{names[0]: true, names[1]: true}, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], 6*time.Minute)}},
-			want: summary{Delete: []string{names[1] + " " + DeleteStuck}, Status: status(1, 1)},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Delete: []string{names[1] + " " + DeleteStuck}, Status: status(1, 1)},
 		},
 		"an unschedulable member is held": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: onReplenish, obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], 6*time.Minute, unschedulableMember)}},
-			want: summary{Held: []string{names[1]}, Status: status(2, 1), RequeueAfter: time.Minute},
+			want: summary{WriteStatus: true, Events: []string{"Warning WarmPoolNotProgressing"}, Status: status(2, 1), RequeueAfter: time.Minute},
 		},
 		"scale down: not Ready first, then newest": {
-			pool: testPool(1, ""), obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: testPool(1, ""), obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], 3*time.Minute, ready), member(onReplenish, tpl, names[1], 2*time.Minute, ready),
 				member(onReplenish, tpl, names[2], 4*time.Minute, networked)}},
-			want: summary{Delete: []string{names[2] + " " + DeleteScaleDown, names[1] + " " + DeleteScaleDown}, Status: status(1, 1)},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Delete: []string{names[2] + " " + DeleteScaleDown, names[1] + " " + DeleteScaleDown}, Status: status(1, 1)},
 		},
 		"deleting members count against capacity": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: onReplenish, obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute, ready, deleting)}},
-			want: summary{Status: status(1, 1)},
+			want: summary{WriteStatus: true, Status: status(1, 1)},
 		},
 		"OnReplenish keeps stale members": {
-			pool: onReplenish, obs: PoolObservation{Template: newTpl, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: onReplenish, obs: PoolFound{Template: newTpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute, ready)}},
-			want: summary{Status: status(2, 2)},
+			want: summary{WriteStatus: true, Status: status(2, 2)},
 		},
 		"Recreate replaces stale members": {
-			pool: recreate, obs: PoolObservation{Template: newTpl, Taken: map[string]bool{names[0]: true, names[1]: true}, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: recreate, obs: PoolFound{Template: newTpl, Taken: map[string]bool{names[0]: true, names[1]: true}, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(recreate, tpl, names[0], time.Minute, ready), member(recreate, tpl, names[1], time.Minute, ready)}},
-			want: summary{Delete: []string{names[1] + " " + DeleteStale, names[0] + " " + DeleteStale}, Status: status(0, 0)}, // by name
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Delete: []string{names[1] + " " + DeleteStale, names[0] + " " + DeleteStale}, Status: status(0, 0)}, // by name
 		},
 		"orphans are taken in, stale orphans deleted": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl, Taken: map[string]bool{names[0]: true, "stale": true}, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: onReplenish, obs: PoolFound{Template: tpl, Taken: map[string]bool{names[0]: true, "stale": true}, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready, orphaned), member(onReplenish, newTpl, "stale", time.Minute, ready, orphaned)}},
-			want: summary{Adopt: []string{names[0]}, Delete: []string{"stale " + DeleteStaleOrphan}, Status: status(1, 1)},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Adopt: []string{names[0]}, Delete: []string{"stale " + DeleteStaleOrphan}, Status: status(1, 1)},
 		},
 		"over the per-pool limit: kept at the limit, and said": {
-			pool: testPool(3, ""), obs: PoolObservation{Template: tpl},
+			pool: testPool(3, ""), obs: PoolFound{Template: tpl},
 			opts: Options{MaxPoolReplicas: 2},
-			want: summary{LimitedTo: 2, Create: names[:2], Status: status(0, 0)},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, LimitedTo: 2, Create: names[:2], Events: []string{"Warning ReplicasOverLimit"}, Status: status(0, 0)},
 		},
 		"members of another owner are not the pool's": {
-			pool: onReplenish, obs: PoolObservation{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+			pool: onReplenish, obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready, func(sb *agentsv1beta1.Sandbox) { sb.OwnerReferences[0].Name = "other" })}},
-			want: summary{Create: names[:2], Status: status(0, 0)},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Create: names[:2], Status: status(0, 0)},
 		},
 	}
 	for name, tc := range cases {
@@ -168,22 +170,33 @@ func TestPlanPool(t *testing.T) {
 			for run := range 2 {
 				plan := PlanPool(tc.pool, tc.obs, planNow, tc.opts)
 				got := summary{LimitedTo: plan.LimitedTo}
-				for _, sb := range plan.Create {
-					got.Create = append(got.Create, sb.Name)
-				}
-				for _, sb := range plan.Adopt {
-					got.Adopt = append(got.Adopt, sb.Name)
-					if ref := metav1.GetControllerOf(sb); ref == nil || ref.UID != tc.pool.UID || sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel] != agentsv1beta1.SandboxLaunchTypeWarm {
-						t.Errorf("adoption intent of %s: %+v %v", sb.Name, sb.OwnerReferences, sb.Labels)
+				for _, s := range plan.Steps {
+					var sb *agentsv1beta1.Sandbox
+					if s.Intent != nil {
+						sb, _ = s.Intent.Object.(*agentsv1beta1.Sandbox)
+					}
+					switch s.Action {
+					case ActionCreate:
+						got.Create = append(got.Create, s.Name)
+						if s.Precondition == nil || !s.Precondition.CreateOnly {
+							t.Errorf("create of %s is not create-only: %+v", s.Name, s.Precondition)
+						}
+					case ActionAdopt:
+						got.Adopt = append(got.Adopt, s.Name)
+						if ref := metav1.GetControllerOf(sb); ref == nil || ref.UID != tc.pool.UID || sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel] != agentsv1beta1.SandboxLaunchTypeWarm {
+							t.Errorf("adoption intent of %s: %+v %v", sb.Name, sb.OwnerReferences, sb.Labels)
+						}
+					case ActionDelete:
+						got.Delete = append(got.Delete, fmt.Sprintf("%s %s", s.Name, s.Reason))
+						if s.Precondition == nil || s.Precondition.ResourceVersion == "" || s.Precondition.UID == "" {
+							t.Errorf("delete of %s without its version and UID: %+v", s.Name, s.Precondition)
+						}
 					}
 				}
-				for _, d := range plan.Delete {
-					got.Delete = append(got.Delete, fmt.Sprintf("%s %s", d.Sandbox.Name, d.Reason))
+				for _, e := range plan.Events {
+					got.Events = append(got.Events, e.Type+" "+e.Reason)
 				}
-				for _, sb := range plan.Held {
-					got.Held = append(got.Held, sb.Name)
-				}
-				got.Status, got.RequeueAfter = plan.Status, plan.RequeueAfter
+				got.Status, got.WriteStatus, got.RequeueAfter = *plan.Status, plan.WriteStatus, plan.RequeueAfter.Duration
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("run %d (-want +got):\n%s", run, diff)
 				}
@@ -357,7 +370,7 @@ func TestClaimStatusHold(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := ClaimStatusHold(tc.claim, &tc.next, planNow); got != tc.want {
+			if got := claimStatusHold(tc.claim, &tc.next, planNow); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})

@@ -129,7 +129,19 @@ func renderSandbox(sb *agentsv1beta1.Sandbox, ctrl controller, opts Options) (*S
 // StandaloneNetworkPolicyName is the name of the policy the standalone-network-policy pack gives
 // a hand-written Sandbox; the prefix keeps it apart from a template's <template>-network-policy.
 func StandaloneNetworkPolicyName(sandbox string) string {
-	return "sandbox-" + sandbox + "-network-policy"
+	return standalonePolicyPrefix + sandbox + networkPolicySuffix
+}
+
+const standalonePolicyPrefix, networkPolicySuffix = "sandbox-", "-network-policy"
+
+// StandaloneNetworkPolicyOf is the Sandbox whose standalone NetworkPolicy has that name
+// (StandaloneNetworkPolicyName's inverse); false for a name it never gives.
+func StandaloneNetworkPolicyOf(policy string) (string, bool) {
+	name, ok := strings.CutPrefix(policy, standalonePolicyPrefix)
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(name, networkPolicySuffix)
 }
 
 func standaloneNetworkPolicy(sb *agentsv1beta1.Sandbox, hash string, opts Options) *networkingv1.NetworkPolicy {

@@ -12,9 +12,10 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 )
 
-// Observation is what a controller saw in one pass over a Sandbox. Status is a pure function of
-// it, the Sandbox and the time.
-type Observation struct {
+// SandboxStatusInputs are what a Sandbox's status is computed from: its Pod and Service as they
+// will be after the pass's writes, and the pass's error. Status is a pure function of them, the
+// Sandbox and the time.
+type SandboxStatusInputs struct {
 	// Pod is the Pod found for the Sandbox after this pass's writes (owned or not), nil if none.
 	Pod *corev1.Pod
 	// PodUnknown is true when looking the Pod up failed, so a nil Pod proves nothing.
@@ -37,7 +38,7 @@ func MultiplePodsMessage(n int) string {
 // conditions set in upstream's order (Suspended, Finished, PodScheduled, Ready) with
 // meta.SetStatusCondition, so their order in the list is insertion order, as upstream's is. If
 // the Sandbox has expired by now, the pass ends by marking it expired, as upstream's does.
-func ActiveStatus(sb *agentsv1beta1.Sandbox, obs Observation, now metav1.Time, opts Options) agentsv1beta1.SandboxStatus {
+func ActiveStatus(sb *agentsv1beta1.Sandbox, obs SandboxStatusInputs, now metav1.Time, opts Options) agentsv1beta1.SandboxStatus {
 	st := *sb.Status.DeepCopy()
 	hash := NameHash(sb.Name)
 	owned := obs.Pod != nil && OwnershipOf(obs.Pod, sb) == OwnedBySandbox
@@ -98,7 +99,7 @@ func podIPs(pod *corev1.Pod) []string {
 	return ips
 }
 
-func suspendedCondition(sb *agentsv1beta1.Sandbox, obs Observation, owned bool) metav1.Condition {
+func suspendedCondition(sb *agentsv1beta1.Sandbox, obs SandboxStatusInputs, owned bool) metav1.Condition {
 	c := metav1.Condition{
 		Type:    agentsv1beta1.ConditionSuspended,
 		Status:  metav1.ConditionFalse,
@@ -127,7 +128,7 @@ func suspendedCondition(sb *agentsv1beta1.Sandbox, obs Observation, owned bool) 
 	return c
 }
 
-func finishedCondition(obs Observation, owned bool) *metav1.Condition {
+func finishedCondition(obs SandboxStatusInputs, owned bool) *metav1.Condition {
 	if !owned {
 		return nil
 	}
@@ -142,7 +143,7 @@ func finishedCondition(obs Observation, owned bool) *metav1.Condition {
 	return nil
 }
 
-func podScheduledCondition(obs Observation, owned bool) *metav1.Condition {
+func podScheduledCondition(obs SandboxStatusInputs, owned bool) *metav1.Condition {
 	c := &metav1.Condition{Type: agentsv1beta1.ConditionPodScheduled}
 	if obs.Pod == nil && obs.PodUnknown {
 		c.Status = metav1.ConditionUnknown
@@ -175,7 +176,7 @@ func podScheduledCondition(obs Observation, owned bool) *metav1.Condition {
 	return c
 }
 
-func readyCondition(sb *agentsv1beta1.Sandbox, obs Observation) metav1.Condition {
+func readyCondition(sb *agentsv1beta1.Sandbox, obs SandboxStatusInputs) metav1.Condition {
 	c := metav1.Condition{
 		Type:   agentsv1beta1.ConditionReady,
 		Status: metav1.ConditionFalse,
@@ -260,11 +261,11 @@ func Expired(sb *agentsv1beta1.Sandbox, now time.Time) bool {
 	return sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time)
 }
 
-// StatusNeedsWrite reports whether a controller writes next after computing next from prev, as
+// sandboxStatusChanged reports whether a controller writes next after computing next from prev, as
 // upstream decides: not when they are semantically equal, and not when the only change is the
 // node name while the Sandbox is not Ready (that change is carried by the next write, which
 // saves one status write per scheduling).
-func StatusNeedsWrite(prev, next *agentsv1beta1.SandboxStatus) bool {
+func sandboxStatusChanged(prev, next *agentsv1beta1.SandboxStatus) bool {
 	if equality.Semantic.DeepEqual(prev, next) {
 		return false
 	}
@@ -277,10 +278,10 @@ func StatusNeedsWrite(prev, next *agentsv1beta1.SandboxStatus) bool {
 }
 
 // StartupWindow is how long after a Sandbox (or its current Pod) is created a controller may
-// hold back the status of a normal start. See StatusHold.
+// hold back the status of a normal start. See sandboxStatusHold.
 const StartupWindow = 30 * time.Second
 
-// StatusHold is how long a controller holds back writing next, zero meaning at once. A starting
+// sandboxStatusHold is how long a controller holds back writing next, zero meaning at once. A starting
 // Sandbox passes through states nobody acts on ("Pod exists with phase: Pending", scheduled,
 // running but not ready, the Service not yet seen) within a second or two; upstream writes each
 // of them, and on a busy API server those writes are most of a Sandbox's cost. So while a start
@@ -288,7 +289,7 @@ const StartupWindow = 30 * time.Second
 // DependenciesNotReady, not unschedulable), its status waits, and the first status written is
 // usually Ready=True. Anything else (Ready, errors, suspension, finished Pods, expiry,
 // unschedulable Pods, and any start that takes longer) is written at once.
-func StatusHold(sb *agentsv1beta1.Sandbox, pod *corev1.Pod, next *agentsv1beta1.SandboxStatus, now time.Time) time.Duration {
+func sandboxStatusHold(sb *agentsv1beta1.Sandbox, pod *corev1.Pod, next *agentsv1beta1.SandboxStatus, now time.Time) time.Duration {
 	ready := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady)
 	if ready == nil || ready.Reason != agentsv1beta1.ReasonDependenciesNotReady {
 		return 0

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -15,7 +16,13 @@ import (
 )
 
 // NetworkPolicyName is the name of a template's NetworkPolicy.
-func NetworkPolicyName(template string) string { return template + "-network-policy" }
+func NetworkPolicyName(template string) string { return template + networkPolicySuffix }
+
+// NetworkPolicyOf is the template whose NetworkPolicy has that name (NetworkPolicyName's
+// inverse); false for a name it never gives.
+func NetworkPolicyOf(policy string) (string, bool) {
+	return strings.CutSuffix(policy, networkPolicySuffix)
+}
 
 // TemplateNetworkPolicy is the NetworkPolicy a SandboxTemplate implies, or nil when its
 // networkPolicyManagement is Unmanaged (a controller then deletes one the template owns). It
@@ -86,37 +93,58 @@ func ValidateTemplate(t *extv1beta1.SandboxTemplate, opts Options) field.ErrorLi
 	return errs
 }
 
-// TemplateStep decides what a controller does with a template's NetworkPolicy, given the one
-// observed under its name (nil if none): apply the rendered policy (create, or bring an owned one
-// back to the rendered spec), delete an owned one when the template is Unmanaged, and refuse to
-// touch a policy another owner controls, with upstream's message. It returns nil when nothing is
-// to be done.
+// TemplateFound is what a controller found in the cluster for one template's pass.
+type TemplateFound struct {
+	// NetworkPolicy is the NetworkPolicy under the template's policy name, nil if none.
+	NetworkPolicy *networkingv1.NetworkPolicy
+	// Reported is the refusal this controller last reported on the template in an event, if the
+	// refusal still stands: a pass retried with backoff on the same refusal does not report it
+	// again.
+	Reported string
+}
+
+// TemplatePlan is one pass over a template (see Plan): its NetworkPolicy. A template has no
+// status; we write nothing into it (upstream's self-label is a deliberate deviation).
+type TemplatePlan struct {
+	Plan[NoStatus] `json:",inline"`
+}
+
+// PlanTemplate decides what a controller does with a template's NetworkPolicy, given the one
+// found under its name: apply the rendered policy (create, or bring an owned one back to the
+// rendered spec), delete an owned one when the template is Unmanaged, and refuse to touch a
+// policy another owner controls, with upstream's message, reported once in a Warning event and
+// retried with backoff, as upstream does.
 //
 // Deliberate deviation: an unowned policy that selects the template's pods by its
 // template-ref-hash (an earlier render applied by a GitOps tool, which cannot know UIDs) is
 // adopted; upstream refuses every policy it does not control.
-func TemplateStep(t *extv1beta1.SandboxTemplate, have *networkingv1.NetworkPolicy, opts Options) (*Step, error) {
+func PlanTemplate(t *extv1beta1.SandboxTemplate, found TemplateFound, opts Options) *TemplatePlan {
+	plan := &TemplatePlan{}
 	want := TemplateNetworkPolicy(t, opts)
+	have := found.NetworkPolicy
 	owned := have != nil && templateOwns(t, have)
-	if want == nil {
-		if owned {
-			return &Step{ActionDelete, "NetworkPolicy", have.Name, nil}, nil
-		}
-		return nil, nil
-	}
+	const kind = "NetworkPolicy"
 	switch {
+	case want == nil && owned:
+		plan.Steps = append(plan.Steps, deleteStep(kind, have, appliedEvent(ActionDelete, kind, have.Name)))
+	case want == nil:
 	case have == nil:
-		return &Step{ActionCreate, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
+		plan.Steps = append(plan.Steps, createStep(kind, want, appliedEvent(ActionCreate, kind, want.Name)))
+	case owned && !equality.Semantic.DeepEqual(have.Spec, want.Spec):
+		plan.Steps = append(plan.Steps, Step{Action: ActionUpdate, Kind: kind, Name: want.Name,
+			Intent: &Intent{Object: want, Drifted: true}, Event: appliedEvent(ActionUpdate, kind, want.Name)})
 	case owned:
-		if equality.Semantic.DeepEqual(have.Spec, want.Spec) {
-			return nil, nil
-		}
-		return &Step{ActionUpdate, "NetworkPolicy", want.Name, &Intent{Object: want, Drifted: true}}, nil
 	case metav1.GetControllerOfNoCopy(have) == nil &&
 		have.Spec.PodSelector.MatchLabels[agentsv1beta1.SandboxTemplateRefHashLabel] == NameHash(t.Name):
-		return &Step{ActionAdopt, "NetworkPolicy", want.Name, &Intent{Object: want}}, nil
+		plan.Steps = append(plan.Steps, Step{Action: ActionAdopt, Kind: kind, Name: want.Name,
+			Intent: &Intent{Object: want}, Event: appliedEvent(ActionAdopt, kind, want.Name)})
+	default:
+		plan.Error = fmt.Sprintf("refusing to update NetworkPolicy %q as it is not controlled by SandboxTemplate %q", have.Name, t.Name)
+		if plan.Error != found.Reported {
+			plan.Events = append(plan.Events, warningEvent("NetworkPolicyConflict", plan.Error))
+		}
 	}
-	return nil, fmt.Errorf("refusing to update NetworkPolicy %q as it is not controlled by SandboxTemplate %q", have.Name, t.Name)
+	return plan
 }
 
 func templateOwns(t *extv1beta1.SandboxTemplate, obj metav1.Object) bool {

@@ -1,9 +1,12 @@
 package render
 
 import (
+	"maps"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
@@ -31,11 +34,11 @@ type UpstreamAnnotations struct {
 // missing from it: agents.x-k8s.io/pod-name, the name of its Pod, once the Pod is observed. A
 // value already there is never overwritten, as upstream never overwrites it. nil when nothing is
 // to be written.
-func SandboxUpstreamAnnotations(sb *agentsv1beta1.Sandbox, obs ObservedChildren, u UpstreamAnnotations) map[string]string {
+func SandboxUpstreamAnnotations(sb *agentsv1beta1.Sandbox, found SandboxFound, u UpstreamAnnotations) map[string]string {
 	if !u.Enabled || sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
 		return nil
 	}
-	for _, p := range obs.Pods {
+	for _, p := range found.Pods {
 		if p.Name == sb.Name && p.DeletionTimestamp.IsZero() {
 			return map[string]string{agentsv1beta1.SandboxPodNameAnnotation: p.Name}
 		}
@@ -83,4 +86,29 @@ func ClaimUpstreamAnnotations(claim *extv1beta1.SandboxClaim, sb *agentsv1beta1.
 		}
 	}
 	return nil
+}
+
+// annotationsStep applies annotations, and only them, to an object users own, in the role of
+// ManagerUpstreamAnnotations.
+func annotationsStep(gvk schema.GroupVersionKind, namespace, name string, annotations map[string]string) Step {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetAnnotations(annotations)
+	return Step{Action: ActionUpdate, Kind: gvk.Kind, Name: name, Intent: &Intent{Object: u}, Manager: ManagerUpstreamAnnotations}
+}
+
+// overlay is have with applied laid over it: what an object holds as far as a controller that
+// applied applied knows, when the object read may not show that apply yet.
+func overlay(have, applied map[string]string) map[string]string {
+	if len(applied) == 0 {
+		return have
+	}
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, applied)
+	return out
 }

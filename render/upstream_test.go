@@ -69,15 +69,15 @@ func TestSandboxUpstreamAnnotations(t *testing.T) {
 	gone.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 	cases := map[string]struct {
 		sb   *agentsv1beta1.Sandbox
-		obs  ObservedChildren
+		obs  SandboxFound
 		u    UpstreamAnnotations
 		want map[string]string
 	}{
-		"Off":              {sb: sb, obs: ObservedChildren{Pods: []*corev1.Pod{pod}}},
+		"Off":              {sb: sb, obs: SandboxFound{Pods: []*corev1.Pod{pod}}},
 		"NoPodYet":         {sb: sb, u: on},
-		"PodObserved":      {sb: sb, obs: ObservedChildren{Pods: []*corev1.Pod{pod}}, u: on, want: map[string]string{agentsv1beta1.SandboxPodNameAnnotation: "box"}},
-		"PodGoing":         {sb: sb, obs: ObservedChildren{Pods: []*corev1.Pod{gone}}, u: on},
-		"NeverOverwritten": {sb: named, obs: ObservedChildren{Pods: []*corev1.Pod{pod}}, u: on},
+		"PodObserved":      {sb: sb, obs: SandboxFound{Pods: []*corev1.Pod{pod}}, u: on, want: map[string]string{agentsv1beta1.SandboxPodNameAnnotation: "box"}},
+		"PodGoing":         {sb: sb, obs: SandboxFound{Pods: []*corev1.Pod{gone}}, u: on},
+		"NeverOverwritten": {sb: named, obs: SandboxFound{Pods: []*corev1.Pod{pod}}, u: on},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

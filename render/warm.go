@@ -151,6 +151,7 @@ func ClaimWarmWait(claim *extv1beta1.SandboxClaim, c WarmCandidates, now time.Ti
 // never reach a claimed Sandbox). With no template (nil) the Sandbox is returned unchanged.
 func ClaimSandboxMetadata(sb *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) (*agentsv1beta1.Sandbox, *ClaimError) {
 	out := sb.DeepCopy()
+	out.TypeMeta = sandboxTypeMeta // a Sandbox read from a cache has none; an intent carries it
 	if t == nil {
 		return out, nil
 	}
@@ -165,11 +166,11 @@ func ClaimSandboxMetadata(sb *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxCl
 	return out, nil
 }
 
-// ClaimStatusHold is how long a claim's status write may wait: a claim whose Sandbox is starting
+// claimStatusHold is how long a claim's status write may wait: a claim whose Sandbox is starting
 // normally (not Ready yet, no error) has nothing a client acts on until it is Ready, so within
 // StartupWindow of the claim's creation the not-ready status is not written; the Ready one comes
 // soon after and is the only write. Zero means write now.
-func ClaimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxClaimStatus, now time.Time) time.Duration {
+func claimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxClaimStatus, now time.Time) time.Duration {
 	ready := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady)
 	if ready == nil || ready.Status == metav1.ConditionTrue {
 		return 0
@@ -188,10 +189,10 @@ func ClaimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxCla
 	return 0
 }
 
-// ClaimStatusNeedsWrite reports whether next differs from the claim's status (semantically: a
+// claimStatusChanged reports whether next differs from the claim's status (semantically: a
 // condition keeps its transition time while its status holds, so an unchanged claim compares
 // equal).
-func ClaimStatusNeedsWrite(cur, next *extv1beta1.SandboxClaimStatus) bool {
+func claimStatusChanged(cur, next *extv1beta1.SandboxClaimStatus) bool {
 	return !equality.Semantic.DeepEqual(cur, next)
 }
 

@@ -1,0 +1,391 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// executor carries out the plans render makes, for every kind: it sends each step with its
+// precondition (server-side apply with the owned-fields compare, create-only, on a
+// resourceVersion; delete on a UID and resourceVersion), plans again when a step's conflict asks
+// for it, writes the status, records the events, and remembers its writes in the expectations
+// until the cache shows them. It decides nothing about what an object looks like, or which
+// object a pass takes: that is the plan's.
+type executor struct {
+	client client.Client
+	// reader reads from the API server: objects the cache does not show yet, and an object a
+	// scoped intent is sent to (see applier.reader).
+	reader  client.Reader
+	applies *applyTransport
+	events  *eventSink
+	expect  *expectations
+	// now is the clock; time.Now when nil. Time enters render only as this value.
+	now func() time.Time
+}
+
+func (x *executor) clock() time.Time {
+	if x.now != nil {
+		return x.now()
+	}
+	return time.Now()
+}
+
+// planned is a kind's plan: render.SandboxPlan, TemplatePlan, PoolPlan or ClaimPlan, each
+// embedding render.Plan.
+type planned[S any] interface {
+	Pass() *render.Plan[S]
+}
+
+// kindPass is one object's pass as its reconciler hands it to the executor.
+type kindPass[S any, P planned[S]] interface {
+	// plan plans the pass from what was found so far.
+	plan() P
+	// saw adds what the API server holds under a step's name (nil: nothing there, or nothing
+	// the pass may take now), read after a conflict or before a create the cache may not show.
+	saw(step render.Step, obj client.Object)
+	// live is the object a step writes as found, for the owned-fields compare; nil when none
+	// was found or the kind keeps no managedFields in the cache.
+	live(step render.Step) client.Object
+	// withStatus is a copy of the object with a planned status, for the status write.
+	withStatus(st *S) client.Object
+	// statusWritten is called once a status write is sent (the latency metrics).
+	statusWritten(plan P)
+}
+
+// maxReplans bounds the plans of one pass: each follows a conflict (a lost adoption race, an
+// object in the way of a create) read and planned with; past it the pass fails and is retried.
+const maxReplans = 16
+
+// errAwaitCache ends a pass that would create an object this process created a moment ago whose
+// watch event has not reached the cache yet: that event brings the next pass.
+var errAwaitCache = errors.New("awaiting the cache")
+
+// run executes one pass of obj: plan, steps (planning again on a conflict that says so), the
+// status, the writes after it, the events; and says when to come back.
+func run[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P]) (reconcile.Result, error) {
+	start := x.clock()
+	plan, wrote, err := steps(ctx, x, obj, k)
+	if errors.Is(err, errAwaitCache) {
+		// At 1,000 Sandboxes created together, 874 passes would otherwise have read a Service
+		// whose event came after its Pod's. The requeue is the safety net should no event come.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	x.events.record(obj, written(wrote)...)
+	if err != nil {
+		return reconcile.Result{}, refused(ctx, x, obj, k, plan, err)
+	}
+	p := plan.Pass()
+	settle := p.SettleAfterWrites.Duration > 0 && len(wrote) > 0
+	if p.WriteStatus && !settle {
+		sent, err := x.writeStatus(ctx, obj, k.withStatus(p.Status), p.StatusPrecondition)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if sent {
+			k.statusWritten(plan)
+			x.events.record(obj, p.StatusEvents...)
+		}
+	}
+	for _, s := range p.After {
+		if _, err := x.send(ctx, obj, s, nil); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	x.events.record(obj, p.Events...)
+	result := reconcile.Result{RequeueAfter: p.RequeueAfter.Duration}
+	if settle && (result.RequeueAfter <= 0 || result.RequeueAfter > p.SettleAfterWrites.Duration) {
+		result.RequeueAfter = p.SettleAfterWrites.Duration
+	}
+	log.FromContext(ctx).V(1).Info("pass", "took", x.clock().Sub(start).String(), "steps", len(p.Steps), "wrote", len(wrote))
+	if p.Error != "" {
+		return result, errors.New(p.Error)
+	}
+	return result, nil
+}
+
+// written are the events of the steps that wrote: one, or none (render.WrittenEvent).
+func written(steps []render.Step) []render.Event {
+	if e := render.WrittenEvent(steps); e != nil {
+		return []render.Event{*e}
+	}
+	return nil
+}
+
+// refused ends a pass whose step failed. When the API server refused the write on its merits,
+// retrying will not change that until someone acts, so the object says why in its status, as
+// upstream's Sandbox does for any error of a pass (the plan's Refused, for the kinds that have
+// one).
+func refused[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P], plan P, err error) error {
+	r, ok := any(plan).(interface {
+		Refused(error) *render.Plan[S]
+	})
+	if !ok || !refusedByAPIServer(err) {
+		return err
+	}
+	rp := r.Refused(err)
+	if rp == nil || !rp.WriteStatus {
+		return err
+	}
+	sent, serr := x.writeStatus(ctx, obj, k.withStatus(rp.Status), rp.StatusPrecondition)
+	if serr != nil {
+		return errors.Join(err, serr)
+	}
+	if sent {
+		x.events.record(obj, rp.StatusEvents...)
+	}
+	return err
+}
+
+// refusedByAPIServer tells a write the API server refused on its merits (admission webhooks and
+// PodSecurity, quotas, validation) from one that failed on the way (a timeout, an unavailable
+// server, a conflict), which the retry settles without anyone acting and which is not worth a
+// status write of its own.
+func refusedByAPIServer(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err)
+}
+
+// steps plans the pass and sends its steps. Before anything is sent, a create of an object this
+// process created that the cache does not show is awaited (within cacheLag) or read from the API
+// server and planned with: re-sending it would be a refused write. A step whose precondition
+// fails with ConflictReplan has its object, and the objects this pass created, read from the API
+// server, and the pass is planned again with them.
+func steps[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P]) (P, []render.Step, error) {
+	plan := k.plan()
+	now := x.clock()
+	var recent []render.Step
+	for _, s := range plan.Pass().Steps {
+		key := keyOf(s.Kind, obj.GetNamespace(), s.Name)
+		switch {
+		case s.Action != render.ActionCreate:
+		case x.expect.createdWithin(key, now, cacheLag):
+			return plan, nil, errAwaitCache
+		case x.expect.createdWithin(key, now, expectationWindow):
+			recent = append(recent, s)
+		}
+	}
+	if len(recent) > 0 {
+		if err := reread(ctx, x, obj, k, recent); err != nil {
+			return plan, nil, err
+		}
+		plan = k.plan()
+	}
+	var wrote []render.Step
+	for round := 0; ; round++ {
+		done, lost, err := x.sendAll(ctx, obj, plan.Pass().Steps, k.live)
+		wrote = append(wrote, done...)
+		if err != nil || lost == nil {
+			return plan, wrote, err
+		}
+		if round == maxReplans {
+			return plan, wrote, fmt.Errorf("%s %q: %s kept meeting changes (%d plans); trying again", kindOf(obj), obj.GetName(), lost.step, round+1)
+		}
+		log.FromContext(ctx).V(1).Info("a step met a change; planning again", "step", lost.step.String(), "inFlight", lost.inFlight)
+		if lost.inFlight {
+			k.saw(lost.step, nil) // another worker's write is on its way: not for this pass
+		} else if err := reread(ctx, x, obj, k, append([]render.Step{lost.step}, created(done)...)); err != nil {
+			return plan, wrote, err
+		}
+		plan = k.plan()
+	}
+}
+
+// created are the create steps among steps.
+func created(steps []render.Step) []render.Step {
+	var out []render.Step
+	for _, s := range steps {
+		if s.Action == render.ActionCreate {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// reread reads the objects of steps from the API server and hands each to the pass.
+func reread[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P], steps []render.Step) error {
+	for _, s := range steps {
+		o := newObject(s.Kind)
+		if o == nil {
+			return fmt.Errorf("step %s: not a kind this controller reads", s)
+		}
+		switch err := x.reader.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: s.Name}, o); {
+		case apierrors.IsNotFound(err):
+			o = nil
+		case err != nil:
+			return fmt.Errorf("reading %s %q: %w", s.Kind, s.Name, err)
+		}
+		if o == nil {
+			k.saw(s, nil)
+		} else {
+			k.saw(s, o)
+		}
+	}
+	return nil
+}
+
+// lostStep is a step whose precondition failed with ConflictReplan, or that another worker's
+// write to the same object was in flight for.
+type lostStep struct {
+	step     render.Step
+	inFlight bool
+}
+
+// sendAll sends steps in order (runs of Concurrent steps in slow-start batches) and returns the
+// steps that wrote, and the first whose precondition failed with ConflictReplan (the rest are
+// then not sent). A failed precondition of any other step leaves it to the next pass.
+func (x *executor) sendAll(ctx context.Context, obj client.Object, steps []render.Step, live func(render.Step) client.Object) ([]render.Step, *lostStep, error) {
+	var wrote []render.Step
+	for i := 0; i < len(steps); {
+		if steps[i].Concurrent {
+			j := i
+			for j < len(steps) && steps[j].Concurrent {
+				j++
+			}
+			done, err := x.sendBatch(ctx, obj, steps[i:j], live)
+			wrote = append(wrote, done...)
+			if err != nil {
+				return wrote, nil, err
+			}
+			i = j
+			continue
+		}
+		s := steps[i]
+		i++
+		o, err := x.send(ctx, obj, s, live(s))
+		var conflict *conflictError
+		switch {
+		case errors.As(err, &conflict) && s.OnConflict == render.ConflictReplan:
+			return wrote, &lostStep{step: s, inFlight: conflict.inFlight}, nil
+		case errors.As(err, &conflict):
+			continue
+		case err != nil:
+			return wrote, nil, err
+		case o != Unchanged:
+			wrote = append(wrote, s)
+		}
+	}
+	return wrote, nil, nil
+}
+
+// sendBatch sends steps in slow-start batches (parallel.SlowStart); a failed precondition leaves
+// a step to the next pass.
+func (x *executor) sendBatch(ctx context.Context, obj client.Object, steps []render.Step, live func(render.Step) client.Object) ([]render.Step, error) {
+	outcomes := make([]Outcome, len(steps)) // by index: the workers write apart
+	err := parallel.SlowStart(len(steps), func(i int) error {
+		o, err := x.send(ctx, obj, steps[i], live(steps[i]))
+		if conflict := (*conflictError)(nil); errors.As(err, &conflict) {
+			return nil
+		}
+		outcomes[i] = o
+		return err
+	})
+	var wrote []render.Step
+	for i, o := range outcomes {
+		if o != "" && o != Unchanged {
+			wrote = append(wrote, steps[i])
+		}
+	}
+	return wrote, err
+}
+
+// send sends one step of obj's pass and remembers what it wrote until the cache shows it. A
+// write on a resourceVersion is sent by one worker at a time: another's in flight to the same
+// object is a conflict, as the API server would make it.
+func (x *executor) send(ctx context.Context, obj client.Object, s render.Step, live client.Object) (Outcome, error) {
+	key := keyOf(s.Kind, obj.GetNamespace(), s.Name)
+	if pre := s.Precondition; pre != nil && pre.ResourceVersion != "" && s.Action != render.ActionDelete {
+		if !x.expect.begin(key, obj.GetUID()) {
+			return "", &conflictError{step: s, inFlight: true}
+		}
+		defer x.expect.end(key, obj.GetUID())
+	}
+	a := applier{client: x.client, reader: x.reader, applies: x.applies}
+	var o Outcome
+	var err error
+	if s.Action == render.ActionDelete {
+		o, err = a.delete(ctx, obj.GetNamespace(), s)
+	} else {
+		o, err = a.apply(ctx, s, live)
+	}
+	if err != nil || o == Unchanged {
+		return o, err
+	}
+	x.remember(obj, key, s, o)
+	return o, nil
+}
+
+// remember records a write the cache will show later: a create or delete (by obj's pass), a
+// write on a resourceVersion, upstream's annotations.
+func (x *executor) remember(obj client.Object, key objectKey, s render.Step, o Outcome) {
+	owner := keyOf(kindOf(obj), obj.GetNamespace(), obj.GetName())
+	switch {
+	case s.Manager == render.ManagerUpstreamAnnotations:
+		x.expect.applied(key, obj.GetUID(), s.Intent.Object.GetAnnotations())
+	case o == Deleted:
+		x.expect.deleted(key, owner, x.clock())
+	case o == Created:
+		x.expect.created(key, owner, obj.GetUID(), x.clock())
+	case s.Precondition != nil && s.Precondition.ResourceVersion != "":
+		x.expect.wroteOn(key, owner, obj.GetUID(), s.Precondition.ResourceVersion)
+	}
+}
+
+// writeStatus writes the status updated carries through the status subresource, as a JSON merge
+// patch against obj as read (the conditions list is replaced whole, so their order is the one
+// render computed), on obj's resourceVersion when pre asks for it. It is not sent while the
+// cache still shows the version our last status write started from (the write's own watch
+// event brings the pass that has seen it; writing again would send the same status twice); a
+// conflict or a missing object drops it (their watch events bring the next pass). It reports
+// whether the write was sent.
+func (x *executor) writeStatus(ctx context.Context, obj, updated client.Object, pre *render.Precondition) (bool, error) {
+	key := statusKey(keyOf(kindOf(obj), obj.GetNamespace(), obj.GetName()))
+	if x.expect.stale(key, obj.GetResourceVersion()) {
+		return false, nil
+	}
+	var opts []client.MergeFromOption
+	if pre != nil && pre.ResourceVersion != "" {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	err := x.client.Status().Patch(ctx, updated, client.MergeFromWithOptions(obj, opts...), client.FieldOwner(FieldManager))
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("writing the status of %s %q: %w", kindOf(obj), obj.GetName(), err)
+	}
+	x.expect.wroteOn(key, objectKey{}, "", obj.GetResourceVersion())
+	return true, nil
+}
+
+// firstReady reports whether obj's status turns Ready with this write for the first time this
+// process has seen (see expectations.firstReady).
+func (x *executor) firstReady(obj client.Object, wasReady, ready bool) bool {
+	return !wasReady && ready && x.expect.firstReady(keyOf(kindOf(obj), obj.GetNamespace(), obj.GetName()), obj.GetUID())
+}
+
+// kindOf is the kind of one of the objects the reconcilers plan.
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *agentsv1beta1.Sandbox:
+		return agentsv1beta1.SandboxKind
+	case *extv1beta1.SandboxClaim:
+		return extv1beta1.SandboxClaimKind
+	case *extv1beta1.SandboxWarmPool:
+		return extv1beta1.SandboxWarmPoolKind
+	case *extv1beta1.SandboxTemplate:
+		return extv1beta1.SandboxTemplateKind
+	}
+	return fmt.Sprintf("%T", obj)
+}

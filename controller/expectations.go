@@ -1,0 +1,382 @@
+package controller
+
+import (
+	"maps"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// objectKey names an object of a kind, or its status (kind "Sandbox/status"): the status and
+// the rest of an object are written apart, on versions of their own.
+type objectKey struct {
+	kind, namespace, name string
+}
+
+func keyOf(kind, namespace, name string) objectKey { return objectKey{kind, namespace, name} }
+
+func statusKey(k objectKey) objectKey { return objectKey{k.kind + "/status", k.namespace, k.name} }
+
+// expectations are what this process wrote, or said, that its cache may not show yet: the one
+// memory of the controller, per object, so that a pass on a cache behind its writes neither
+// repeats them nor decides against them. Every reconciler shares it; its entries go once the
+// cache shows the write, the object is gone, or a window passes.
+//
+// It remembers, per object:
+//   - a create or delete of ours the cache has not shown (a Sandbox's children; a pool's
+//     members; a claim's Sandbox, created or adopted), and whose pass made it;
+//   - the resourceVersion a write of ours started from (a status write; an adoption on the
+//     member's version): while the cache still shows that version, the object as cached is
+//     older than our write;
+//   - a write in flight on a resourceVersion, so that two workers do not send two of which one
+//     can only fail;
+//   - upstream's annotations applied to it, and the refusal last reported on it;
+//   - the UID it was first seen Ready with, so that latency metrics count a first Ready once.
+//
+// And, for the whole process, since when it has reconciled (the first pass): an object created
+// after that can hold only what this process wrote.
+type expectations struct {
+	mu      sync.Mutex
+	records map[objectKey]*record
+	// owned indexes the creates and deletes by the object whose pass made them.
+	owned map[objectKey]map[objectKey]struct{}
+	since time.Time
+	adds  int
+}
+
+type record struct {
+	created, deleted time.Time // zero: none pending
+	owner            objectKey
+	ownerUID         types.UID
+	// from is the resourceVersion a write of ours started from.
+	from string
+	// holder is the owner of a write in flight.
+	holder types.UID
+	// readyUID is the UID of the object this process first saw Ready.
+	readyUID types.UID
+	// annotated are upstream's annotations applied to the object of annotatedUID.
+	annotated    map[string]string
+	annotatedUID types.UID
+	// reported is the refusal last reported in an event.
+	reported string
+}
+
+// expectationWindow is how long a create or delete the cache has not shown is still expected:
+// its watch event normally comes within milliseconds; an object deleted before the cache saw it
+// never comes.
+const expectationWindow = time.Minute
+
+// cacheLag is how long a child just created may take to reach the cache before a pass that
+// plans to create it again reads it from the API server instead of waiting for its event (it
+// may have been deleted before the cache saw it).
+const cacheLag = 5 * time.Second
+
+func newExpectations() *expectations {
+	return &expectations{records: map[objectKey]*record{}, owned: map[objectKey]map[objectKey]struct{}{}}
+}
+
+// started returns since when this process reconciles, setting it on the first call: the
+// reconcilers run only once this replica leads, so the first pass is after leadership began.
+func (e *expectations) started(now time.Time) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.since.IsZero() {
+		e.since = now
+	}
+	return e.since
+}
+
+// get is the record of k, made if make is set (nil otherwise when there is none). The caller
+// holds the lock.
+func (e *expectations) get(k objectKey, make bool) *record {
+	r := e.records[k]
+	if r == nil && make {
+		r = &record{}
+		e.records[k] = r
+		e.adds++
+	}
+	return r
+}
+
+// tidy drops k's record once it remembers nothing. The caller holds the lock.
+func (e *expectations) tidy(k objectKey) {
+	r := e.records[k]
+	if r == nil || r.created != (time.Time{}) || r.deleted != (time.Time{}) || r.from != "" || r.holder != "" ||
+		r.readyUID != "" || r.annotated != nil || r.reported != "" {
+		return
+	}
+	delete(e.records, k)
+	if o := e.owned[r.owner]; o != nil {
+		delete(o, k)
+		if len(o) == 0 {
+			delete(e.owned, r.owner)
+		}
+	}
+}
+
+// created records a create of obj by owner's pass.
+func (e *expectations) created(obj, owner objectKey, ownerUID types.UID, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.get(obj, true)
+	r.created, r.deleted, r.owner, r.ownerUID = now, time.Time{}, owner, ownerUID
+	e.own(owner, obj)
+	e.prune(now)
+}
+
+// deleted records a delete of obj by owner's pass.
+func (e *expectations) deleted(obj, owner objectKey, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.get(obj, true)
+	r.deleted, r.created, r.owner = now, time.Time{}, owner
+	e.own(owner, obj)
+}
+
+func (e *expectations) own(owner, obj objectKey) {
+	if e.owned[owner] == nil {
+		e.owned[owner] = map[objectKey]struct{}{}
+	}
+	e.owned[owner][obj] = struct{}{}
+}
+
+// prune drops, every 1,024 records made, the creates and deletes the cache never showed (their
+// objects gone before it saw them). The caller holds the lock.
+func (e *expectations) prune(now time.Time) {
+	if e.adds < 1024 {
+		return
+	}
+	e.adds = 0
+	for k, r := range e.records {
+		if !r.created.IsZero() && now.Sub(r.created) > expectationWindow {
+			r.created = time.Time{}
+		}
+		if !r.deleted.IsZero() && now.Sub(r.deleted) > expectationWindow {
+			r.deleted = time.Time{}
+		}
+		e.tidy(k)
+	}
+}
+
+// seen settles obj as the cache shows it now: present or not. A create is met once it is
+// present, a delete once it is gone.
+func (e *expectations) seen(obj objectKey, present bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.records[obj]
+	if r == nil {
+		return
+	}
+	if present {
+		r.created = time.Time{}
+	} else {
+		r.deleted = time.Time{}
+	}
+	e.tidy(obj)
+}
+
+// createdWithin reports whether obj was created by this process at most d before now and the
+// cache has not shown it.
+func (e *expectations) createdWithin(obj objectKey, now time.Time, d time.Duration) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.records[obj]
+	return r != nil && !r.created.IsZero() && now.Sub(r.created) <= d
+}
+
+// pending settles owner's creates and deletes against what the cache shows (present) and returns
+// those still open, by name, within the window of PoolWriteRecheck's expectations.
+func (e *expectations) pending(owner objectKey, present func(objectKey) bool, now time.Time, window time.Duration) (creates, deletes []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.owned[owner] {
+		r := e.records[k]
+		if r != nil && !r.created.IsZero() && (present(k) || now.Sub(r.created) > window) {
+			r.created = time.Time{}
+		}
+		if r != nil && !r.deleted.IsZero() && (!present(k) || now.Sub(r.deleted) > window) {
+			r.deleted = time.Time{}
+		}
+		switch {
+		case r != nil && !r.created.IsZero():
+			creates = append(creates, k.name)
+		case r != nil && !r.deleted.IsZero():
+			deletes = append(deletes, k.name)
+		default:
+			delete(e.owned[owner], k)
+			e.tidy(k)
+		}
+	}
+	if len(e.owned[owner]) == 0 {
+		delete(e.owned, owner)
+	}
+	return creates, deletes
+}
+
+// acquired is the object of kind that owner's pass (of that UID) created or wrote on a version,
+// that the cache has not yet shown as owner's: a claim's Sandbox, cold or adopted.
+func (e *expectations) acquired(owner objectKey, ownerUID types.UID, kind string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.owned[owner] {
+		if r := e.records[k]; k.kind == kind && r != nil && r.ownerUID == ownerUID && (!r.created.IsZero() || r.from != "") {
+			return k.name, true
+		}
+	}
+	return "", false
+}
+
+// release forgets what owner's passes made: the cache shows it now, or it is gone.
+func (e *expectations) release(owner objectKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.owned[owner] {
+		if r := e.records[k]; r != nil && r.owner == owner {
+			r.created, r.deleted = time.Time{}, time.Time{}
+			e.tidy(k)
+		}
+	}
+	delete(e.owned, owner)
+}
+
+// wroteOn records a write of ours to obj that started from resourceVersion rv, by owner's pass
+// (none for a status write, which is the object's own).
+func (e *expectations) wroteOn(obj, owner objectKey, ownerUID types.UID, rv string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.get(obj, true)
+	r.from = rv
+	if owner != (objectKey{}) {
+		r.owner, r.ownerUID = owner, ownerUID
+		e.own(owner, obj)
+	}
+}
+
+// stale reports whether the cache shows obj at the version a write of ours started from (it has
+// not caught up with the write); once it shows another, the write is forgotten.
+func (e *expectations) stale(obj objectKey, rv string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.records[obj]
+	if r == nil || r.from == "" {
+		return false
+	}
+	if r.from == rv {
+		return true
+	}
+	r.from = ""
+	e.tidy(obj)
+	return false
+}
+
+// begin marks a write to obj in flight for holder; false when another holder's is.
+func (e *expectations) begin(obj objectKey, holder types.UID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.get(obj, true)
+	if r.holder != "" && r.holder != holder {
+		return false
+	}
+	r.holder = holder
+	return true
+}
+
+// busy reports whether a write to obj is in flight for a holder other than holder.
+func (e *expectations) busy(obj objectKey, holder types.UID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.records[obj]
+	return r != nil && r.holder != "" && r.holder != holder
+}
+
+// end ends holder's write in flight to obj.
+func (e *expectations) end(obj objectKey, holder types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.records[obj]; r != nil && r.holder == holder {
+		r.holder = ""
+		e.tidy(obj)
+	}
+}
+
+// firstReady records obj (of that UID) as Ready and reports whether this process had not seen it
+// Ready before: a Sandbox Ready again after a resume or a lost Pod has not been waited for since
+// its creation, and its age would swamp a histogram of seconds. An object already Ready when this
+// process starts is recorded on its first pass; one that is not (suspended, say) counts once when
+// it is.
+func (e *expectations) firstReady(obj objectKey, uid types.UID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.get(obj, true)
+	if r.readyUID == uid {
+		return false
+	}
+	r.readyUID = uid
+	return true
+}
+
+// applied records upstream's annotations applied to obj of that UID.
+func (e *expectations) applied(obj objectKey, uid types.UID, ann map[string]string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.get(obj, true)
+	if r.annotatedUID != uid {
+		r.annotated = nil
+	}
+	r.annotated, r.annotatedUID = maps.Clone(ann), uid
+	if r.annotated == nil {
+		r.annotated = map[string]string{}
+	}
+}
+
+// annotations are upstream's annotations applied to obj of that UID (nil if none).
+func (e *expectations) annotations(obj objectKey, uid types.UID) map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.records[obj]; r != nil && r.annotatedUID == uid {
+		return r.annotated
+	}
+	return nil
+}
+
+// reportedOn is the refusal last reported on obj; report records msg as it ("" once it no
+// longer stands).
+func (e *expectations) reportedOn(obj objectKey) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.records[obj]; r != nil {
+		return r.reported
+	}
+	return ""
+}
+
+func (e *expectations) report(obj objectKey, msg string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.get(obj, msg != "")
+	if r == nil {
+		return
+	}
+	r.reported = msg
+	e.tidy(obj)
+}
+
+// forget drops everything remembered of obj and its status: the object is gone (or being
+// deleted), and an object made again under its name is another.
+func (e *expectations) forget(obj objectKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.records, obj)
+	delete(e.records, statusKey(obj))
+	for k := range e.owned[obj] {
+		if r := e.records[k]; r != nil && r.owner == obj {
+			r.created, r.deleted = time.Time{}, time.Time{}
+			if r.from != "" && k.kind != obj.kind {
+				r.from = ""
+			}
+			e.tidy(k)
+		}
+	}
+	delete(e.owned, obj)
+}

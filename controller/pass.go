@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// passContext is what every pass starts from: the time, and its namespace's render options.
+type passContext struct {
+	now time.Time
+	// opts are the namespace's render options; inForce is false when no config is in force
+	// there (two SandboxRenders, or an invalid one): the pass then renders nothing, and the
+	// namespace keeps its last good render.
+	opts    render.Options
+	inForce bool
+}
+
+// begin reads the object of req from the cache into obj and the render options of its
+// namespace. Nil when there is no pass to run: the object is gone or being deleted (what it owns
+// goes with it through owner references), and what this process remembers of it goes too.
+func begin(ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Request, obj client.Object) (*passContext, error) {
+	key := keyOf(kindOf(obj), req.Namespace, req.Name)
+	if err := x.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			x.expect.forget(key)
+		}
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		x.expect.forget(key)
+		return nil, nil
+	}
+	pc := &passContext{now: x.clock()}
+	x.expect.started(pc.now)
+	var err error
+	pc.opts, pc.inForce, err = configs.options(ctx, req.Namespace)
+	return pc, err
+}
+
+// getCached reads the object of that name from the cache; false if it is not there (an error
+// other than not found is logged: the pass goes on as if it were absent, and its create is
+// refused if it is not).
+func getCached(ctx context.Context, c client.Reader, ns, name string, obj client.Object) bool {
+	err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
+	if err != nil && !apierrors.IsNotFound(err) {
+		log.FromContext(ctx).Error(err, "reading from the cache", "name", name)
+	}
+	return err == nil
+}
+
+// governs is the watch that re-renders the objects of one kind a SandboxRender governs when it
+// changes (a new generation; its status writes do not).
+func governs(c client.Reader, list func() client.ObjectList) (client.Object, handler.EventHandler, builder.WatchesOption) {
+	return &renderv1alpha1.SandboxRender{}, handler.EnqueueRequestsFromMapFunc(governed(c, list)),
+		builder.WithPredicates(predicate.GenerationChangedPredicate{})
+}

@@ -1,0 +1,265 @@
+package render
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+// ClaimDependencyRecheck is the safety net of a claim waiting on a pool or template that does
+// not exist: their creation wakes the claim through a watch well before it.
+const ClaimDependencyRecheck = time.Minute
+
+// ClaimFound is what a controller found in the cluster for one claim's pass.
+type ClaimFound struct {
+	// Sandbox is the Sandbox the claim controls, nil if none.
+	Sandbox *agentsv1beta1.Sandbox
+	// Pool is the claim's pool and template as ResolveClaim found them.
+	Pool ClaimPool
+	// Members are the Sandboxes carrying the pool's warm-pool label that the claim may be
+	// offered: a member the cache shows as it was before an adoption of this controller, or that
+	// another claim's adoption is in flight on, is left out.
+	Members []*agentsv1beta1.Sandbox
+	// Claims are the claims of the pool, for the claim's rank among those waiting (ClaimRank).
+	Claims []*extv1beta1.SandboxClaim
+	// Named is the Sandbox found under ClaimSandboxName when the controller read it
+	// (ClaimNameToRead, or a create of that name refused), nil if none.
+	Named *agentsv1beta1.Sandbox
+	// NoConfig says no render config is in force in the claim's namespace: only the claim's
+	// lifecycle runs, and nothing is rendered.
+	NoConfig bool
+	// Annotations are upstream's annotations this controller applied to the claim that the claim
+	// as read may not show yet.
+	Annotations map[string]string
+}
+
+// Saw records what the API server holds under a step's name after the step met a conflict
+// (nil: nothing there, or nothing the claim may take now): the member a lost adoption tried,
+// changed or gone, or the object in the way of a create.
+func (f *ClaimFound) Saw(step Step, obj Object) {
+	sb, _ := obj.(*agentsv1beta1.Sandbox)
+	if step.Action != ActionAdopt {
+		f.Named = sb
+		return
+	}
+	members := f.Members[:0:0]
+	for _, m := range f.Members {
+		switch {
+		case m.Name != step.Name:
+			members = append(members, m)
+		case sb != nil:
+			members = append(members, sb)
+		}
+	}
+	f.Members = members
+}
+
+// ClaimPlan is one pass over a claim (see Plan), with the claim's expiry decision and the
+// Sandbox the claim has once the steps are written.
+type ClaimPlan struct {
+	Plan[extv1beta1.SandboxClaimStatus] `json:",inline"`
+	Expiry                              ExpiryDecision `json:"expiry"`
+	// Sandbox is the claim's Sandbox after the steps, nil if none.
+	Sandbox *agentsv1beta1.Sandbox `json:"-"`
+	// LaunchType is how the claim's Sandbox was launched (warm or cold), empty if it has none.
+	LaunchType string `json:"launchType,omitempty"`
+}
+
+// ClaimSandboxName is the name of the claim's own Sandbox: the one its status names, else the
+// claim's, which a cold Sandbox takes.
+func ClaimSandboxName(claim *extv1beta1.SandboxClaim) string {
+	if n := claim.Status.SandboxStatus.Name; n != "" {
+		return n
+	}
+	return claim.Name
+}
+
+// ClaimNameToRead is the Sandbox a pass must read by name before PlanClaim, when the claim
+// controls none: an expired Retain claim, whose cleanup must tell "already gone" from "another
+// object holds the name". False when nothing is to be read.
+func ClaimNameToRead(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time) (string, bool) {
+	exp := ClaimExpiry(claim, now)
+	if found.Sandbox == nil && exp.Step == CleanUp && exp.DeleteSandbox {
+		return ClaimSandboxName(claim), true
+	}
+	return "", false
+}
+
+// PlanClaim decides one pass over a claim as upstream's claim controller does: expiry first
+// (mark, then carry out the shutdown policy), else keep the Sandbox it has in sync with its
+// template's metadata, else adopt a Ready (or networked) member of its pool, wait a moment for
+// one about to get its pod IP, or create a cold Sandbox of the claim's name (taking over only
+// an earlier GitOps render of it); then the status, written on the claim's resourceVersion as
+// upstream writes it and held while a Sandbox starts normally, and upstream's annotations after
+// it when asked for.
+func PlanClaim(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, opts Options) *ClaimPlan {
+	plan := &ClaimPlan{Expiry: ClaimExpiry(claim, now), Sandbox: found.Sandbox}
+	plan.requeue(plan.Expiry.RequeueAfter.Duration)
+	switch plan.Expiry.Step {
+	case MarkExpired:
+		plan.status(claim, ClaimStatusInputs{Sandbox: found.Sandbox, Expired: true}, now)
+		return plan
+	case CleanUp:
+		plan.cleanUp(claim, found, now)
+		return plan
+	}
+	if found.NoConfig {
+		return plan
+	}
+	var cerr *ClaimError
+	if found.Sandbox != nil {
+		cerr = plan.resync(claim, found)
+	} else {
+		var wait time.Duration
+		if cerr, wait = plan.acquire(claim, found, now, opts); wait > 0 {
+			// A member is about to get its pod IP: look again shortly, write nothing yet.
+			plan.RequeueAfter.Duration = wait
+			return plan
+		}
+	}
+	if cerr != nil && cerr.Retried() {
+		plan.requeue(ClaimDependencyRecheck)
+	}
+	if plan.LaunchType == "" && plan.Sandbox != nil {
+		plan.LaunchType = plan.Sandbox.Labels[agentsv1beta1.SandboxLaunchTypeLabel]
+	}
+	plan.status(claim, ClaimStatusInputs{Sandbox: plan.Sandbox, Err: cerr}, now)
+	if hold := claimStatusHold(claim, plan.Status, now); hold > 0 && plan.WriteStatus {
+		plan.WriteStatus, plan.StatusEvents = false, nil
+		plan.requeue(hold)
+	}
+	plan.upstreamAnnotations(claim, found, now, opts)
+	return plan
+}
+
+// resync keeps a claimed Sandbox's metadata as ClaimSandboxMetadata computes it from the
+// current template (template metadata edits reach claimed Sandboxes; spec edits never do), on
+// the version found: a concurrent change wins, and its watch event brings the next pass.
+func (p *ClaimPlan) resync(claim *extv1beta1.SandboxClaim, found ClaimFound) *ClaimError {
+	sb := found.Sandbox
+	want, cerr := ClaimSandboxMetadata(sb, claim, found.Pool.Template)
+	if cerr != nil {
+		return cerr
+	}
+	if equality.Semantic.DeepEqual(want.Labels, sb.Labels) && equality.Semantic.DeepEqual(want.Spec.PodTemplate.ObjectMeta, sb.Spec.PodTemplate.ObjectMeta) {
+		return nil
+	}
+	p.Steps = append(p.Steps, Step{Action: ActionUpdate, Kind: agentsv1beta1.SandboxKind, Name: sb.Name, Intent: &Intent{Object: want},
+		Precondition: &Precondition{ResourceVersion: sb.ResourceVersion}})
+	p.Sandbox = want
+	return nil
+}
+
+// acquire gives a claim without a Sandbox its Sandbox: the first of its pool's adoptable members
+// (ClaimWarmCandidates ranks them) when the claim may have a warm one, else a cold one. The
+// adoption is applied on the member's resourceVersion, the lock against two claims taking one
+// member; a lost race plans again with the member as the API server then has it. A positive
+// wait means a member is about to become adoptable.
+func (p *ClaimPlan) acquire(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, opts Options) (*ClaimError, time.Duration) {
+	cp := found.Pool
+	cold, cerr := ClaimSandbox(claim, cp, opts)
+	if ClaimTriesWarm(claim, cp, cerr) {
+		cands := ClaimWarmCandidates(claim, cp, found.Members, ClaimRank(claim, found.Claims), opts)
+		if len(cands.Adoptable) > 0 {
+			member := cands.Adoptable[0]
+			adopted, aerr := AdoptWarmSandbox(member, claim, cp.Template)
+			if aerr != nil {
+				return aerr, 0
+			}
+			e := normalEvent("SandboxAdopted", fmt.Sprintf("Adopted warm pool Sandbox %q", adopted.Name))
+			p.Steps = append(p.Steps, Step{Action: ActionAdopt, Kind: agentsv1beta1.SandboxKind, Name: adopted.Name, Intent: &Intent{Object: adopted},
+				Precondition: &Precondition{ResourceVersion: member.ResourceVersion}, OnConflict: ConflictReplan, Event: &e})
+			p.Sandbox, p.LaunchType = adopted, agentsv1beta1.SandboxLaunchTypeWarm
+			return nil, 0
+		}
+		if wait := ClaimWarmWait(claim, cands, now); wait > 0 {
+			return nil, wait
+		}
+	}
+	if cerr != nil {
+		return cerr, 0
+	}
+	// The create goes first, create-only: the common case sends nothing else, and only a refused
+	// create reads what holds the name (Named), which a claim may take over only when it is an
+	// earlier GitOps render of it.
+	e := normalEvent("SandboxProvisioned", fmt.Sprintf("Created Sandbox %q", cold.Name))
+	s := createStep(agentsv1beta1.SandboxKind, cold, &e)
+	if held := found.Named; held != nil && held.Name == cold.Name {
+		if !ClaimCanTakeOver(held) {
+			return ClaimNotControlledError(claim), 0
+		}
+		s.Action, s.Precondition = ActionUpdate, &Precondition{ResourceVersion: held.ResourceVersion}
+	}
+	p.Steps = append(p.Steps, s)
+	p.Sandbox, p.LaunchType = cold, agentsv1beta1.SandboxLaunchTypeCold
+	return nil, 0
+}
+
+// cleanUp carries out an expired claim's shutdown policy: delete the claim (its Sandbox goes
+// with it through the owner reference), or under Retain delete the Sandbox it controls and keep
+// the claim, marked expired; a Sandbox of its name that it does not control is left alone and
+// reported.
+func (p *ClaimPlan) cleanUp(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time) {
+	if policy := p.Expiry.DeleteClaim; policy != "" {
+		s := deleteStep(extv1beta1.SandboxClaimKind, claim, nil)
+		s.Propagation = propagation(policy)
+		p.Steps = append(p.Steps, s)
+		return
+	}
+	in := ClaimStatusInputs{Expired: true}
+	switch sb := found.Sandbox; {
+	case sb != nil:
+		p.Steps = append(p.Steps, deleteStep(agentsv1beta1.SandboxKind, sb, nil))
+	case found.Named != nil:
+		in.Err = ClaimNotOwnedError(found.Named.Name, claim.Name)
+	}
+	p.Sandbox = nil
+	p.status(claim, in, now)
+}
+
+// status sets the claim's status from in, whether it is written (on the claim's
+// resourceVersion, as upstream's optimistic lock), and the events of writing it.
+func (p *ClaimPlan) status(claim *extv1beta1.SandboxClaim, in ClaimStatusInputs, now time.Time) {
+	st := ClaimStatus(claim, in, metav1.NewTime(now))
+	p.Status = &st
+	p.WriteStatus = claimStatusChanged(&claim.Status, &st)
+	p.StatusPrecondition = &Precondition{ResourceVersion: claim.ResourceVersion}
+	if p.WriteStatus {
+		p.StatusEvents = claimStatusEvents(&claim.Status, &st)
+	}
+}
+
+// upstreamAnnotations applies upstream's annotations to the claim, when asked for, after its
+// status: off the way to it.
+func (p *ClaimPlan) upstreamAnnotations(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, opts Options) {
+	seen := *claim // the claim as far as this controller knows, with the annotations it applied
+	seen.Annotations = overlay(claim.Annotations, found.Annotations)
+	if ann := ClaimUpstreamAnnotations(&seen, p.Sandbox, p.Status, now, opts.Upstream); ann != nil {
+		p.After = append(p.After, annotationsStep(extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind), claim.Namespace, claim.Name, ann))
+	}
+}
+
+// claimStatusEvents are the events of a claim's status write, as upstream records them: its
+// ClaimExpired event the first time the status says so, and a Warning for an error when its
+// message first appears (not for a Sandbox still starting).
+func claimStatusEvents(cur, next *extv1beta1.SandboxClaimStatus) []Event {
+	c := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady)
+	if c == nil || c.Status == metav1.ConditionTrue {
+		return nil
+	}
+	old := meta.FindStatusCondition(cur.Conditions, agentsv1beta1.ConditionReady)
+	var out []Event
+	if c.Reason == extv1beta1.ClaimExpiredReason && (old == nil || old.Reason != c.Reason) {
+		out = append(out, normalEvent(extv1beta1.ClaimExpiredReason, ClaimExpiredMessage))
+	}
+	if c.Reason != ReasonSandboxNotReady && c.Reason != extv1beta1.ClaimExpiredReason && (old == nil || old.Message != c.Message) {
+		out = append(out, warningEvent(c.Reason, c.Message))
+	}
+	return out
+}
