@@ -33,6 +33,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // functionAnnotation carries a KRM function's runtime in its config; originAnnotation is where
@@ -308,7 +309,7 @@ func isSandboxRenderConfig(b []byte) bool {
 		return false
 	}
 	n := nodes[0]
-	return n.GetApiVersion() == krm.APIVersion && n.GetKind() == krm.Kind && strings.Contains(n.GetAnnotations()[functionAnnotation], "exec")
+	return n.GetApiVersion() == renderconfig.APIVersion && n.GetKind() == renderconfig.Kind && strings.Contains(n.GetAnnotations()[functionAnnotation], "exec")
 }
 
 // renameRisk finds what can change names after the transformers in the files a build read:
@@ -333,7 +334,7 @@ func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := krm.ParseConfig(p.config); err != nil {
+	if _, err := renderconfig.Parse(p.config); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", p.configAt, err)
 	}
 	items := m.ToRNodeSlice()
@@ -664,7 +665,7 @@ func (f selfFS) ReadFile(path string) ([]byte, error) {
 	f.mu.Lock()
 	*f.read = append(*f.read, source{abs(path), b})
 	f.mu.Unlock()
-	if !bytes.Contains(b, []byte(krm.Kind)) || !bytes.Contains(b, []byte(krm.APIVersion)) {
+	if !bytes.Contains(b, []byte(renderconfig.Kind)) || !bytes.Contains(b, []byte(renderconfig.APIVersion)) {
 		if f.elide != nil {
 			b = f.elide.file(path, b)
 		}
@@ -709,7 +710,7 @@ func rewriteExecPath(b []byte, fn function) ([]byte, bool, error) {
 	}
 	changed := false
 	for _, n := range nodes {
-		if n.GetApiVersion() != krm.APIVersion || n.GetKind() != krm.Kind {
+		if n.GetApiVersion() != renderconfig.APIVersion || n.GetKind() != renderconfig.Kind {
 			continue
 		}
 		annotation := n.GetAnnotations()[functionAnnotation]
@@ -750,7 +751,7 @@ func (r *Result) AgentSandboxObjects() (crs, configs int) {
 	for _, o := range r.Objects {
 		gvk := o.ID.Gvk
 		switch {
-		case gvk.Kind == krm.Kind && gvk.Group+"/"+gvk.Version == krm.APIVersion:
+		case gvk.Kind == renderconfig.Kind && gvk.Group+"/"+gvk.Version == renderconfig.APIVersion:
 			if _, isConfig := o.annotations()[functionAnnotation]; isConfig {
 				configs++
 			}

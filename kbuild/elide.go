@@ -15,8 +15,8 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // kustomize reads every resource file with kyaml's kio.ByteReader, which "de-anchors" each
@@ -121,7 +121,7 @@ func elidable(apiVersion, kind string) bool {
 	switch {
 	case group == "agents.x-k8s.io" || group == "extensions.agents.x-k8s.io":
 		return false
-	case apiVersion == krm.APIVersion && kind == krm.Kind:
+	case apiVersion == renderconfig.APIVersion && kind == renderconfig.Kind:
 		return false
 	}
 	return true

@@ -20,6 +20,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // originAnnotation is where kustomize records the file an object came from when the
@@ -125,7 +126,7 @@ func process(fc *kyaml.RNode, listed []source, results *framework.Results, encod
 		}
 		cfgData = []byte(s)
 	}
-	cfg, err := ParseConfig(cfgData)
+	cfg, err := renderconfig.Parse(cfgData)
 	if err != nil {
 		*results = append(*results, &framework.Result{Message: err.Error(), Severity: framework.Error})
 		return unchanged(len(listed)), nil
@@ -194,7 +195,7 @@ func process(fc *kyaml.RNode, listed []source, results *framework.Results, encod
 				NameMeta: kyaml.NameMeta{Name: w.Name, Namespace: w.Namespace}},
 			Field: &framework.Field{Path: w.Field}})
 	}
-	if cfg.Spec.Mode == ModeValidate {
+	if cfg.Spec.Mode == renderconfig.ModeValidate {
 		*results = append(*results, &framework.Result{Severity: framework.Info,
 			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(objs))})
 		return unchanged(len(listed)), nil

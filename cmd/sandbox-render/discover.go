@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbox-gitops/sandbox-gitops/krm"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // discoverCommand is the Argo CD plugin's discovery: the cmp-server runs it in an application's
@@ -50,7 +50,7 @@ means the plugin builds the directory. It needs no shell, so it works in a distr
 				if err != nil {
 					continue // a directory named *.yaml, or unreadable: not a config
 				}
-				if bytes.Contains(b, []byte(krm.APIVersion)) && bytes.Contains(b, []byte("kind: "+krm.Kind)) {
+				if bytes.Contains(b, []byte(renderconfig.APIVersion)) && bytes.Contains(b, []byte("kind: "+renderconfig.Kind)) {
 					_, err := fmt.Fprintln(stdout, filepath.Base(f))
 					return err
 				}

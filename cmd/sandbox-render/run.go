@@ -25,6 +25,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 //go:embed example.yaml
@@ -262,7 +263,7 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 
 // load parses the configuration: --config, else a SandboxRender object among the inputs, else
 // the defaults.
-func (f *inputFlags) load(in *inputs) (*krm.SandboxRender, error) {
+func (f *inputFlags) load(in *inputs) (*renderconfig.SandboxRender, error) {
 	data, from := in.config, in.configFrom
 	if f.config != "" {
 		var err error
@@ -272,7 +273,7 @@ func (f *inputFlags) load(in *inputs) (*krm.SandboxRender, error) {
 		from = f.config
 		in.configFrom = f.config
 	}
-	cfg, err := krm.ParseConfig(data)
+	cfg, err := renderconfig.Parse(data)
 	if err != nil {
 		return nil, usageErr("%s: %v", from, err)
 	}
@@ -294,7 +295,7 @@ func (f *inputFlags) load(in *inputs) (*krm.SandboxRender, error) {
 
 // expand reads the inputs, loads the options and renders; a render error is reported on stderr
 // and returned as the findings exit.
-func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*krm.SandboxRender, *inputs, []*unstructured.Unstructured, error) {
+func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*renderconfig.SandboxRender, *inputs, []*unstructured.Unstructured, error) {
 	in, err := readInputs(args, stdin, stderr)
 	if err != nil {
 		return nil, nil, nil, err
@@ -363,7 +364,7 @@ standard error, and nothing is written unless the whole input renders.` + exitCo
 			if err != nil {
 				return err
 			}
-			if cfg.Spec.Mode == krm.ModeValidate {
+			if cfg.Spec.Mode == renderconfig.ModeValidate {
 				return usageErr("the SandboxRender config (%s) says mode: validate, so nothing is rendered; use sandbox-render validate, or set mode: expand", in.configFrom)
 			}
 			if !*cfg.Spec.KeepSources {
@@ -564,7 +565,7 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 		for _, d := range docs {
 			o := d.Object
 			switch {
-			case o.GetKind() == krm.Kind && o.GetAPIVersion() == krm.APIVersion:
+			case o.GetKind() == renderconfig.Kind && o.GetAPIVersion() == renderconfig.APIVersion:
 				if in.config != nil {
 					return usageErr("%s: a second SandboxRender config (the first is in %s); keep one per tree", name, in.configFrom)
 				}
