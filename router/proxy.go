@@ -175,18 +175,30 @@ func (h *Handler) refuse(w http.ResponseWriter, e *Error, start time.Time) {
 // upstreamFailed is the ReverseProxy's ErrorHandler: a typed JSON error and a metric by reason.
 func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
 	t, _ := r.Context().Value(targetKey{}).(*Target)
-	reason, e := classify(err, r)
-	h.metrics.upstreamError(reason)
-	if reason == "client_canceled" {
+	e := h.upstreamFailure(err, r, t)
+	if e == nil {
 		// Nobody is listening; a status for the logs and metrics only.
 		w.WriteHeader(499)
 		return
+	}
+	e.Write(w)
+}
+
+// upstreamFailure is the one place that decides what an error on the way to or from the Pod
+// answers, for the proxy and the tunnel alike: it counts the failure by reason and returns the
+// typed error for the client, naming the Sandbox and Pod (t, when known) and logged; nil when the
+// client has gone, as nobody is left to answer.
+func (h *Handler) upstreamFailure(err error, r *http.Request, t *Target) *Error {
+	reason, e := classify(err, r)
+	h.metrics.upstreamError(reason)
+	if reason == "client_canceled" {
+		return nil
 	}
 	if t != nil {
 		e.Detail += " (Sandbox " + t.Namespace + "/" + t.Name + ", Pod " + t.Addr.String() + ")"
 		h.log.Info("upstream failure", "namespace", t.Namespace, "sandbox", t.Name, "addr", t.Addr.String(), "reason", reason, "error", err.Error())
 	}
-	e.Write(w)
+	return e
 }
 
 // classify maps an upstream error to a metric reason and the client's error.

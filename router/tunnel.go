@@ -58,15 +58,10 @@ func removeHopHeaders(h http.Header) {
 
 func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request, t *Target, start time.Time) {
 	fail := func(err error) {
-		reason, e := classify(err, r)
-		h.metrics.upstreamError(reason)
-		if reason == "client_canceled" {
-			return
+		if e := h.upstreamFailure(err, r, t); e != nil {
+			e.Write(w)
+			h.metrics.observe(e.Status, time.Since(start).Seconds())
 		}
-		e.Detail += " (Sandbox " + t.Namespace + "/" + t.Name + ", Pod " + t.Addr.String() + ")"
-		h.log.Info("upstream failure", "namespace", t.Namespace, "sandbox", t.Name, "addr", t.Addr.String(), "reason", reason, "error", err.Error())
-		e.Write(w)
-		h.metrics.observe(e.Status, time.Since(start).Seconds())
 	}
 	// The handshake is bounded like a request; the tunnel after it is not.
 	ctx := r.Context()
