@@ -143,15 +143,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveUpgrade(w, r, &t, start)
 		return
 	}
-	ctx := context.WithValue(r.Context(), targetKey{}, &t)
-	if h.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.timeout)
-		defer cancel()
-	}
+	ctx, cancel := h.bounded(context.WithValue(r.Context(), targetKey{}, &t))
+	defer cancel()
 	sw := &statusWriter{ResponseWriter: w}
 	h.proxy.ServeHTTP(sw, r.WithContext(ctx))
 	h.metrics.observe(sw.status(), time.Since(start).Seconds())
+}
+
+// bounded is ctx bounded by the ProxyTimeout, if there is one: a proxied request as a whole, and
+// an upgrade's handshake (not the tunnel after it).
+func (h *Handler) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.timeout > 0 {
+		return context.WithTimeout(ctx, h.timeout)
+	}
+	return ctx, func() {}
 }
 
 func (h *Handler) probe(w http.ResponseWriter, ok bool) {

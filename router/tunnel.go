@@ -64,12 +64,8 @@ func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request, t *Target
 		}
 	}
 	// The handshake is bounded like a request; the tunnel after it is not.
-	ctx := r.Context()
-	if h.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.timeout)
-		defer cancel()
-	}
+	ctx, cancel := h.bounded(r.Context())
+	defer cancel()
 	backend, err := h.dialer.DialContext(ctx, "tcp", t.Addr.String())
 	if err != nil {
 		fail(err)
