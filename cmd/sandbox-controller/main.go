@@ -32,17 +32,11 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
-)
-
-// Exit codes, documented in --help; the same numbers as sandbox-router's and sandbox-render's.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
 )
 
 const long = `sandbox-controller reconciles the four agent-sandbox kinds exactly as sandbox-render renders
@@ -108,31 +102,11 @@ type flags struct {
 	zap                        zap.Options
 }
 
-// exitError carries the exit code of an error run reports; any other error is a usage error.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-
-func (e *exitError) Unwrap() error { return e.err }
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := &flags{}
 	cmd := newCommand(f, stdout, stderr, func(opts *controller.Options) error { return start(ctx, f, opts) })
-	err := execute(cmd, args)
-	if err == nil {
-		return exitOK
-	}
 	// Errors are reported once, here, in one line; the usage text only on --help.
-	fmt.Fprintf(stderr, "sandbox-controller: %v\n", err)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	// cobra's own errors (unknown flag, bad value) are usage errors.
-	return exitUsage
+	return cli.Exit(cmd.Name(), execute(cmd, args), stderr)
 }
 
 // newCommand is the controller's command line, a cobra command as sandbox-router's and
@@ -161,11 +135,11 @@ func newCommand(f *flags, stdout, stderr io.Writer, start func(*controller.Optio
 				return err
 			}
 			if len(args) > 0 {
-				return &exitError{exitUsage, fmt.Errorf("unexpected arguments %q: sandbox-controller takes flags only", args)}
+				return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("unexpected arguments %q: sandbox-controller takes flags only", args)}
 			}
 			opts, err := f.options()
 			if err != nil {
-				return &exitError{exitUsage, err}
+				return &cli.ExitError{Code: cli.ExitUsage, Err: err}
 			}
 			return start(opts)
 		},
@@ -181,11 +155,7 @@ func newCommand(f *flags, stdout, stderr io.Writer, start func(*controller.Optio
 // "unknown shorthand flag: 'm' in -metrics-bind-address"; that error is replaced by one naming
 // the two-dash form.
 func execute(cmd *cobra.Command, args []string) error {
-	if args == nil {
-		args = []string{} // cobra reads os.Args when given nil
-	}
-	cmd.SetArgs(args)
-	err := cmd.Execute()
+	err := cli.Execute(cmd, args)
 	var unknown *pflag.NotExistError
 	if !errors.As(err, &unknown) || unknown.GetSpecifiedShortnames() == "" {
 		return err
@@ -355,12 +325,12 @@ func start(ctx context.Context, f *flags, opts *controller.Options) error {
 
 	restConfig, err := config.GetConfig()
 	if err != nil {
-		return &exitError{exitUsage, fmt.Errorf("no cluster to talk to: %v (set --kubeconfig or KUBECONFIG, or run in a cluster)", err)}
+		return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("no cluster to talk to: %v (set --kubeconfig or KUBECONFIG, or run in a cluster)", err)}
 	}
 	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
 	restConfig.UserAgent = "sandbox-gitops-controller"
 	if err := preflight(restConfig); err != nil {
-		return &exitError{exitFailure, err}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 	}
 	webhookServer, rotator, err := f.webhook.server(restConfig)
 	if err != nil {
