@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	goyaml "go.yaml.in/yaml/v2"
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -239,12 +240,15 @@ type fastPlan struct {
 	sort      any    // the root kustomization's sortOptions
 }
 
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+// KustomizationFileNames are the names a kustomization file may have, in the order kustomize
+// looks for them in a directory: kustomize's own list, so that what kbuild and sandbox-render
+// take for a kustomization is what kustomize builds. Not to be modified.
+var KustomizationFileNames = konfig.RecognizedKustomizationFileNames()
 
 func planFastPath(dir string) (*fastPlan, error) {
 	p := &fastPlan{}
 	var data []byte
-	for _, n := range kustomizationNames {
+	for _, n := range KustomizationFileNames {
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		if err == nil {
 			p.kustPath, data = filepath.Join(dir, n), b
@@ -488,7 +492,7 @@ func checkYAML(b []byte) error {
 // configs by their extension. Files a generator reads (configMapGenerator files: and envs:) are
 // data, whatever their name, and are not checked.
 func isYAMLFile(path string) bool {
-	if slices.Contains(kustomizationNames, filepath.Base(path)) {
+	if slices.Contains(KustomizationFileNames, filepath.Base(path)) {
 		return true
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -630,7 +634,7 @@ func (f selfFS) check(path string, b []byte) error {
 		*f.bad = append(*f.bad, badFile{path, err})
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if slices.Contains(kustomizationNames, filepath.Base(path)) {
+	if slices.Contains(KustomizationFileNames, filepath.Base(path)) {
 		var k map[string]any
 		if yaml.Unmarshal(b, &k) == nil {
 			for _, g := range generatorFiles(path, k) {

@@ -66,7 +66,7 @@ func newElider() (*elider, error) {
 // elided. A file that is not a readable stream of objects is returned as it is, for kustomize to
 // judge.
 func (e *elider) file(path string, b []byte) []byte {
-	if bytes.Count(b, []byte{':'}) < elideMinKeys || slices.Contains(kustomizationNames, filepath.Base(path)) {
+	if bytes.Count(b, []byte{':'}) < elideMinKeys || slices.Contains(KustomizationFileNames, filepath.Base(path)) {
 		return b
 	}
 	docs, err := manifest.ReadNodes(b)
@@ -232,7 +232,7 @@ func treeIsSafe(read []source) string {
 		contents[s.path] = s.data
 	}
 	for _, s := range read {
-		if !slices.Contains(kustomizationNames, filepath.Base(s.path)) {
+		if !slices.Contains(KustomizationFileNames, filepath.Base(s.path)) {
 			continue
 		}
 		var k map[string]any

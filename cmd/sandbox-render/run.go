@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -573,7 +574,7 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 		args = []string{"-"}
 	}
 	for _, a := range args {
-		for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		for _, n := range kbuild.KustomizationFileNames {
 			if _, err := os.Stat(filepath.Join(a, n)); err == nil && a != "-" {
 				in.kustomization = a
 			}
@@ -650,11 +651,7 @@ func filesBelow(arg, what string, keep func(fs.DirEntry) bool) ([]string, error)
 
 // isKustomization tells a kustomization file by its name, as kustomize finds it.
 func isKustomization(name string) bool {
-	switch name {
-	case "kustomization.yaml", "kustomization.yml", "Kustomization":
-		return true
-	}
-	return false
+	return slices.Contains(kbuild.KustomizationFileNames, name)
 }
 
 // terminal reports whether r is a terminal (a person typing), not a pipe, a file or /dev/null
