@@ -57,9 +57,34 @@ type Entry struct {
 // never holds tens of thousands of children typed, unstructured and encoded. The order, the
 // checks and the errors are Expand's.
 func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encode bool) ([]Entry, error) {
-	// An object given twice is reported on each later copy, where it is written (findings found
-	// the copy by name, so every duplicate was placed at the first), before the render could
-	// report a claim given twice as its Sandbox "rendered twice".
+	b, err := decodeOnce(objs)
+	if err != nil {
+		return nil, err
+	}
+	children, made, err := renderChildren(b, opts, encode)
+	if err != nil {
+		return nil, err
+	}
+	x := &expansion{
+		rendered: make(map[string]render.Child, len(children)),
+		out:      make([]Entry, 0, len(objs)+len(children)),
+		keys:     make([]manifest.CanonicalKey, 0, len(objs)+len(children)),
+	}
+	x.addChildren(children, made, objs)
+	x.addInputs(objs, deletedSandboxes(b, opts))
+	if len(x.errs) > 0 {
+		slices.SortFunc(x.errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return nil, errors.Join(x.errs...)
+	}
+	manifest.SortByKeys(x.out, x.keys)
+	return x.out, nil
+}
+
+// decodeOnce decodes objs, refusing an object given twice. The finding is on each later copy,
+// where it is written (findings found the copy by name, so every duplicate was placed at the
+// first), and comes before the render could report a claim given twice as its Sandbox "rendered
+// twice".
+func decodeOnce(objs []*unstructured.Unstructured) (*manifest.Bundle, error) {
 	seen := make(map[string]bool, len(objs))
 	var dups []error
 	for _, o := range objs {
@@ -73,79 +98,114 @@ func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encod
 	if err != nil || len(dups) > 0 {
 		return nil, errors.Join(append(dups, err)...)
 	}
-	// Each child is turned into an unstructured object (and, with encode, YAML) a batch at a time
-	// as the render makes it, on every core, and its typed form let go.
-	type child struct {
-		key   manifest.CanonicalKey
-		group string
-		obj   *unstructured.Unstructured
-		yaml  []byte
-		err   error
+	return b, nil
+}
+
+// renderChildren renders the bundle and converts its children as they are made (childConverter):
+// the children with their typed objects let go, and what each was converted to, in the same
+// order. A render error is placed on the fields as written (Bundle.FieldsAsWritten).
+func renderChildren(b *manifest.Bundle, opts render.Options, encode bool) ([]render.Child, []converted, error) {
+	cv := &childConverter{encode: encode}
+	if err := render.RenderEach(b.Input(), opts, cv.add); err != nil {
+		b.FieldsAsWritten(err)
+		return nil, nil, err
 	}
-	var children []render.Child // with their objects let go
-	var made []child
-	var batch []render.Child
-	convert := func() {
-		start := len(made)
-		made = append(made, make([]child, len(batch))...)
-		parallel.Each(len(batch), func(i int) {
-			c := &made[start+i]
-			u, err := toUnstructured(batch[i].Object)
-			if err != nil {
-				c.err = err
-				return
-			}
-			c.key, c.group = manifest.KeyOf(u), u.GroupVersionKind().Group
-			if encode {
-				// Held until written: a copy of its size, not the buffer it grew in.
-				var y []byte
-				y, c.err = manifest.EncodeObject(u.Object)
-				c.yaml = bytes.Clone(y)
-			} else {
-				c.obj = u
-			}
-		})
-		for _, c := range batch {
-			c.Object = nil
-			children = append(children, c)
+	cv.flush()
+	errs := make([]error, len(cv.made))
+	for i, m := range cv.made {
+		errs[i] = m.err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	return cv.children, cv.made, nil
+}
+
+// converted is a rendered child as the expansion keeps it: its sort key and group, and its
+// unstructured object or, when encoding, its YAML.
+type converted struct {
+	key   manifest.CanonicalKey
+	group string
+	obj   *unstructured.Unstructured
+	yaml  []byte
+	err   error
+}
+
+// childConverter turns each child into an unstructured object (and, with encode, YAML) a batch at
+// a time as the render makes it, on every core, and lets its typed form go, so that a large
+// render never holds all its children typed.
+type childConverter struct {
+	encode   bool
+	children []render.Child // with their objects let go
+	made     []converted
+	batch    []render.Child
+}
+
+// add is the render's callback: it takes one child, converting a batch once it is full.
+func (cv *childConverter) add(c render.Child) {
+	if cv.batch = append(cv.batch, c); len(cv.batch) == convertBatch {
+		cv.flush()
+	}
+}
+
+// flush converts the children batched so far.
+func (cv *childConverter) flush() {
+	start := len(cv.made)
+	cv.made = append(cv.made, make([]converted, len(cv.batch))...)
+	parallel.Each(len(cv.batch), func(i int) {
+		c := &cv.made[start+i]
+		u, err := toUnstructured(cv.batch[i].Object)
+		if err != nil {
+			c.err = err
+			return
 		}
-		clear(batch)
-		batch = batch[:0]
-	}
-	err = render.RenderEach(b.Input(), opts, func(c render.Child) {
-		if batch = append(batch, c); len(batch) == convertBatch {
-			convert()
+		c.key, c.group = manifest.KeyOf(u), u.GroupVersionKind().Group
+		if cv.encode {
+			// Held until written: a copy of its size, not the buffer it grew in.
+			var y []byte
+			y, c.err = manifest.EncodeObject(u.Object)
+			c.yaml = bytes.Clone(y)
+		} else {
+			c.obj = u
 		}
 	})
-	if err != nil {
-		b.FieldsAsWritten(err)
-		return nil, err
+	for _, c := range cv.batch {
+		c.Object = nil
+		cv.children = append(cv.children, c)
 	}
-	convert()
-	// A preview at a moment (opts.Now) leaves out Sandboxes a controller will have deleted.
+	clear(cv.batch)
+	cv.batch = cv.batch[:0]
+}
+
+// deletedSandboxes are the Sandboxes a controller will have deleted at the moment of the preview
+// (opts.Now), by namespace/name: the expansion leaves them out.
+func deletedSandboxes(b *manifest.Bundle, opts render.Options) map[string]bool {
 	gone := map[string]bool{}
 	for _, sb := range b.Input().Sandboxes {
 		if _, deleted := render.Expiring(sb, opts); deleted {
 			gone[sb.Namespace+"/"+sb.Name] = true
 		}
 	}
-	convErrs := make([]error, len(made))
-	for i, m := range made {
-		convErrs[i] = m.err
-	}
-	if err := errors.Join(convErrs...); err != nil {
-		return nil, err
-	}
+	return gone
+}
 
-	rendered := make(map[string]render.Child, len(children))
-	out := make([]Entry, 0, len(objs)+len(children))
-	keys := make([]manifest.CanonicalKey, 0, len(objs)+len(children))
-	var errs []error
+// expansion is the output being assembled: its entries with their sort keys, the children
+// rendered by identity, and the findings.
+type expansion struct {
+	rendered map[string]render.Child
+	out      []Entry
+	keys     []manifest.CanonicalKey
+	errs     []error
+}
+
+// addChildren adds the rendered children. A child two parents render is a finding on the later
+// one (renderedTwice), which names the source objs hold.
+func (x *expansion) addChildren(children []render.Child, made []converted, objs []*unstructured.Unstructured) {
 	var sources map[string]*unstructured.Unstructured // the agent-sandbox inputs, when two parents collide
 	for i, c := range children {
 		m := made[i]
 		id := m.group + "/" + m.key.Kind + "/" + m.key.Namespace + "/" + m.key.Name
-		if prev, dup := rendered[id]; dup {
+		if prev, dup := x.rendered[id]; dup {
 			if sources == nil {
 				sources = make(map[string]*unstructured.Unstructured)
 				for _, o := range objs {
@@ -154,39 +214,38 @@ func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encod
 					}
 				}
 			}
-			errs = append(errs, renderedTwice(m.key, prev, c, sources))
+			x.errs = append(x.errs, renderedTwice(m.key, prev, c, sources))
 			continue
 		}
-		rendered[id] = c
-		out = append(out, Entry{Input: -1, Object: m.obj, YAML: m.yaml})
-		keys = append(keys, m.key)
+		x.rendered[id] = c
+		x.out = append(x.out, Entry{Input: -1, Object: m.obj, YAML: m.yaml})
+		x.keys = append(x.keys, m.key)
 	}
+}
 
+// addInputs passes the inputs through, but for the Sandboxes gone by the preview's moment and
+// the earlier renders of a child, which the fresh child replaces. An input with a child's
+// identity but not its marker belongs to someone else: a finding, as upstream refuses to adopt
+// it.
+func (x *expansion) addInputs(objs []*unstructured.Unstructured, gone map[string]bool) {
 	for i, o := range objs {
 		if o.GroupVersionKind().Group == "agents.x-k8s.io" && o.GetKind() == "Sandbox" && gone[o.GetNamespace()+"/"+o.GetName()] {
 			continue
 		}
-		id := identity(o)
-		child, ok := rendered[id]
+		child, ok := x.rendered[identity(o)]
 		if !ok {
-			out = append(out, Entry{Input: i})
-			keys = append(keys, manifest.KeyOf(o))
+			x.out = append(x.out, Entry{Input: i})
+			x.keys = append(x.keys, manifest.KeyOf(o))
 			continue
 		}
 		if got, _, _ := unstructured.NestedString(o.Object, child.MarkerPath...); got != child.MarkerValue {
-			errs = append(errs, &render.InvalidError{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(),
+			x.errs = append(x.errs, &render.InvalidError{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(),
 				Errs: field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"), fmt.Sprintf(
 					"an object of this name is rendered from %s; remove this one, or set %s to %q if it is an earlier render of that object",
 					child.Parent, strings.Join(child.MarkerPath, "."), child.MarkerValue))}})
 		}
 		// An earlier render of the child: replaced by the fresh one.
 	}
-	if len(errs) > 0 {
-		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-		return nil, errors.Join(errs...)
-	}
-	manifest.SortByKeys(out, keys)
-	return out, nil
 }
 
 // convertBatch is how many children are converted at once: enough to keep every core busy, few

@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	goyaml "go.yaml.in/yaml/v2"
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -33,6 +34,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // functionAnnotation carries a KRM function's runtime in its config; originAnnotation is where
@@ -238,12 +240,15 @@ type fastPlan struct {
 	sort      any    // the root kustomization's sortOptions
 }
 
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+// KustomizationFileNames are the names a kustomization file may have, in the order kustomize
+// looks for them in a directory: kustomize's own list, so that what kbuild and sandbox-render
+// take for a kustomization is what kustomize builds. Not to be modified.
+var KustomizationFileNames = konfig.RecognizedKustomizationFileNames()
 
 func planFastPath(dir string) (*fastPlan, error) {
 	p := &fastPlan{}
 	var data []byte
-	for _, n := range kustomizationNames {
+	for _, n := range KustomizationFileNames {
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		if err == nil {
 			p.kustPath, data = filepath.Join(dir, n), b
@@ -308,7 +313,7 @@ func isSandboxRenderConfig(b []byte) bool {
 		return false
 	}
 	n := nodes[0]
-	return n.GetApiVersion() == krm.APIVersion && n.GetKind() == krm.Kind && strings.Contains(n.GetAnnotations()[functionAnnotation], "exec")
+	return n.GetApiVersion() == renderconfig.APIVersion && n.GetKind() == renderconfig.Kind && strings.Contains(n.GetAnnotations()[functionAnnotation], "exec")
 }
 
 // renameRisk finds what can change names after the transformers in the files a build read:
@@ -333,7 +338,7 @@ func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := krm.ParseConfig(p.config); err != nil {
+	if _, err := renderconfig.Parse(p.config); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", p.configAt, err)
 	}
 	items := m.ToRNodeSlice()
@@ -487,7 +492,7 @@ func checkYAML(b []byte) error {
 // configs by their extension. Files a generator reads (configMapGenerator files: and envs:) are
 // data, whatever their name, and are not checked.
 func isYAMLFile(path string) bool {
-	if slices.Contains(kustomizationNames, filepath.Base(path)) {
+	if slices.Contains(KustomizationFileNames, filepath.Base(path)) {
 		return true
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -629,7 +634,7 @@ func (f selfFS) check(path string, b []byte) error {
 		*f.bad = append(*f.bad, badFile{path, err})
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if slices.Contains(kustomizationNames, filepath.Base(path)) {
+	if slices.Contains(KustomizationFileNames, filepath.Base(path)) {
 		var k map[string]any
 		if yaml.Unmarshal(b, &k) == nil {
 			for _, g := range generatorFiles(path, k) {
@@ -664,7 +669,7 @@ func (f selfFS) ReadFile(path string) ([]byte, error) {
 	f.mu.Lock()
 	*f.read = append(*f.read, source{abs(path), b})
 	f.mu.Unlock()
-	if !bytes.Contains(b, []byte(krm.Kind)) || !bytes.Contains(b, []byte(krm.APIVersion)) {
+	if !bytes.Contains(b, []byte(renderconfig.Kind)) || !bytes.Contains(b, []byte(renderconfig.APIVersion)) {
 		if f.elide != nil {
 			b = f.elide.file(path, b)
 		}
@@ -709,7 +714,7 @@ func rewriteExecPath(b []byte, fn function) ([]byte, bool, error) {
 	}
 	changed := false
 	for _, n := range nodes {
-		if n.GetApiVersion() != krm.APIVersion || n.GetKind() != krm.Kind {
+		if n.GetApiVersion() != renderconfig.APIVersion || n.GetKind() != renderconfig.Kind {
 			continue
 		}
 		annotation := n.GetAnnotations()[functionAnnotation]
@@ -750,7 +755,7 @@ func (r *Result) AgentSandboxObjects() (crs, configs int) {
 	for _, o := range r.Objects {
 		gvk := o.ID.Gvk
 		switch {
-		case gvk.Kind == krm.Kind && gvk.Group+"/"+gvk.Version == krm.APIVersion:
+		case gvk.Kind == renderconfig.Kind && gvk.Group+"/"+gvk.Version == renderconfig.APIVersion:
 			if _, isConfig := o.annotations()[functionAnnotation]; isConfig {
 				configs++
 			}

@@ -15,8 +15,8 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // kustomize reads every resource file with kyaml's kio.ByteReader, which "de-anchors" each
@@ -66,7 +66,7 @@ func newElider() (*elider, error) {
 // elided. A file that is not a readable stream of objects is returned as it is, for kustomize to
 // judge.
 func (e *elider) file(path string, b []byte) []byte {
-	if bytes.Count(b, []byte{':'}) < elideMinKeys || slices.Contains(kustomizationNames, filepath.Base(path)) {
+	if bytes.Count(b, []byte{':'}) < elideMinKeys || slices.Contains(KustomizationFileNames, filepath.Base(path)) {
 		return b
 	}
 	docs, err := manifest.ReadNodes(b)
@@ -121,7 +121,7 @@ func elidable(apiVersion, kind string) bool {
 	switch {
 	case group == "agents.x-k8s.io" || group == "extensions.agents.x-k8s.io":
 		return false
-	case apiVersion == krm.APIVersion && kind == krm.Kind:
+	case apiVersion == renderconfig.APIVersion && kind == renderconfig.Kind:
 		return false
 	}
 	return true
@@ -232,7 +232,7 @@ func treeIsSafe(read []source) string {
 		contents[s.path] = s.data
 	}
 	for _, s := range read {
-		if !slices.Contains(kustomizationNames, filepath.Base(s.path)) {
+		if !slices.Contains(KustomizationFileNames, filepath.Base(s.path)) {
 			continue
 		}
 		var k map[string]any

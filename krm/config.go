@@ -10,29 +10,10 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
-// The functionConfig is renderconfig's SandboxRender, which the controller reads too; these are
-// its names here.
-type (
-	// SandboxRender is the function's configuration (the ResourceList's functionConfig).
-	SandboxRender = renderconfig.SandboxRender
-	// SandboxRenderSpec holds the knobs of a render.
-	SandboxRenderSpec = renderconfig.SandboxRenderSpec
-	// Mode is what the function does with the items.
-	Mode = renderconfig.Mode
-)
-
-// The functionConfig's identity, and the modes.
-const (
-	APIVersion   = renderconfig.APIVersion
-	Kind         = renderconfig.Kind
-	ModeExpand   = renderconfig.ModeExpand
-	ModeValidate = renderconfig.ModeValidate
-)
-
-// ParseConfig reads a functionConfig strictly, then defaults and validates it (renderconfig.Parse).
-func ParseConfig(data []byte) (*SandboxRender, error) { return renderconfig.Parse(data) }
-
+// The functionConfig is renderconfig's SandboxRender, which the controller reads too. That it
+// defaults and validates itself as kyaml's framework expects is checked here rather than in
+// renderconfig, so that the controller does not link the framework.
 var (
-	_ framework.Defaulter = &SandboxRender{}
-	_ framework.Validator = &SandboxRender{}
+	_ framework.Defaulter = &renderconfig.SandboxRender{}
+	_ framework.Validator = &renderconfig.SandboxRender{}
 )

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/fuzzseed"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // FuzzRun runs the function: never a panic; the same output twice; reading the list item by
@@ -65,7 +66,7 @@ func capPools(data []byte) []byte {
 	if bytes.Contains(data, []byte("functionConfig")) {
 		return data
 	}
-	return append(bytes.TrimRight(data, "\n"), []byte("\nfunctionConfig: {apiVersion: "+APIVersion+", kind: "+Kind+", spec: {maxPoolReplicas: 50}}\n")...)
+	return append(bytes.TrimRight(data, "\n"), []byte("\nfunctionConfig: {apiVersion: "+renderconfig.APIVersion+", kind: "+renderconfig.Kind+", spec: {maxPoolReplicas: 50}}\n")...)
 }
 
 func errText(err error) string {

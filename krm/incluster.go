@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // configCopies are the copies of the functionConfig the output carries (renderconfig's Copies),
@@ -20,7 +21,7 @@ import (
 // A SandboxRender among the items in such a namespace is the config of a render before this one
 // (a base rendered already): of the same name, the copy replaces it (replaced); of another name,
 // the namespace would hold two, which the controller refuses, so it is an error on that item.
-func configCopies(cfg *SandboxRender, hasConfig bool, objs []*unstructured.Unstructured) (copies []*unstructured.Unstructured, replaced map[*unstructured.Unstructured]bool, err error) {
+func configCopies(cfg *renderconfig.SandboxRender, hasConfig bool, objs []*unstructured.Unstructured) (copies []*unstructured.Unstructured, replaced map[*unstructured.Unstructured]bool, err error) {
 	if !hasConfig || !*cfg.Spec.KeepSources {
 		return nil, nil, nil
 	}
@@ -41,7 +42,7 @@ func configCopies(cfg *SandboxRender, hasConfig bool, objs []*unstructured.Unstr
 	replaced = map[*unstructured.Unstructured]bool{}
 	var errs []error
 	for _, o := range objs {
-		if o.GetKind() != Kind || o.GetAPIVersion() != APIVersion {
+		if o.GetKind() != renderconfig.Kind || o.GetAPIVersion() != renderconfig.APIVersion {
 			continue
 		}
 		name, ok := byNamespace[o.GetNamespace()]
@@ -50,7 +51,7 @@ func configCopies(cfg *SandboxRender, hasConfig bool, objs []*unstructured.Unstr
 		case o.GetName() == name:
 			replaced[o] = true
 		default:
-			errs = append(errs, &render.InvalidError{Kind: Kind, Namespace: o.GetNamespace(), Name: o.GetName(), Source: o,
+			errs = append(errs, &render.InvalidError{Kind: renderconfig.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), Source: o,
 				Errs: field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), o.GetName(), fmt.Sprintf(
 					"the output would hold two SandboxRenders in this namespace, this one and the functionConfig's copy %q, and the controller renders a namespace with one: remove this one, or name the functionConfig %s", name, o.GetName()))}})
 		}

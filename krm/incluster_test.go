@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // TestConfigTravelsWithTheTree: the output carries the functionConfig, as the cluster is to hold
@@ -99,7 +101,7 @@ spec:
 			}
 			var got []string
 			for _, n := range items(t, out) {
-				if n.GetKind() == Kind {
+				if n.GetKind() == renderconfig.Kind {
 					got = append(got, n.MustString())
 				}
 			}
@@ -125,7 +127,7 @@ metadata:
 	want := []framework.Result{{
 		Message:  `SandboxRender default/other: metadata.name: Invalid value: "other": the output would hold two SandboxRenders in this namespace, this one and the functionConfig's copy "team", and the controller renders a namespace with one: remove this one, or name the functionConfig other`,
 		Severity: framework.Error,
-		ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+		ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: renderconfig.APIVersion, Kind: renderconfig.Kind},
 			NameMeta: kyaml.NameMeta{Name: "other", Namespace: "default"}},
 		Field: &framework.Field{Path: "metadata.name", CurrentValue: "other"},
 	}}

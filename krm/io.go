@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
 )
 
 // Run is the function's I/O: it reads a ResourceList from in, processes it and writes the result
@@ -212,16 +213,14 @@ func isNullNode(n *kyaml.Node) bool {
 	return n.Kind == kyaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
+// nodeKind is yamlread.DescribeNode, except that a scalar is shown as written, null included
+// ("the value \"~\""), and whole: the function's messages have always said so, and changing them
+// is a change of its own.
 func nodeKind(n *kyaml.Node) string {
-	switch n.Kind {
-	case kyaml.SequenceNode:
-		return "a list"
-	case kyaml.MappingNode:
-		return "a mapping"
-	case kyaml.AliasNode:
-		return "an alias"
+	if n.Kind == kyaml.ScalarNode {
+		return fmt.Sprintf("the value %q", n.Value)
 	}
-	return fmt.Sprintf("the value %q", n.Value)
+	return yamlread.DescribeNode(n)
 }
 
 // itemPos is where an item's node starts in the input, and whether it is written in flow style.

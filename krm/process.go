@@ -20,6 +20,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // originAnnotation is where kustomize records the file an object came from when the
@@ -117,93 +118,174 @@ func unchanged(n int) []item {
 // to results. On findings the output is the input, unchanged. With encode, rendered objects come
 // as their YAML (bundle.ExpandEntries).
 func process(fc *kyaml.RNode, listed []source, results *framework.Results, encode bool) ([]item, error) {
+	in, bad, err := readInput(fc, listed)
+	if err != nil {
+		return nil, err
+	}
+	if bad != nil {
+		*results = append(*results, bad)
+		return unchanged(len(listed)), nil
+	}
+	entries, converted, err := in.expand(encode)
+	if err != nil {
+		return in.refuse(results, err)
+	}
+	*results = append(*results, in.expiryWarnings()...)
+	if in.cfg.Spec.Mode == renderconfig.ModeValidate {
+		*results = append(*results, &framework.Result{Severity: framework.Info,
+			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(in.objs))})
+		return unchanged(len(listed)), nil
+	}
+	copies, replaced, err := configCopies(in.cfg, fc != nil, in.objs)
+	if err != nil {
+		return in.refuse(results, err)
+	}
+	return in.items(entries, converted, copies, replaced), nil
+}
+
+// input is what one run of the function works on: its config, and every item (the listed ones,
+// then the functionConfig's spec.resources) as its source and as its object.
+type input struct {
+	cfg       *renderconfig.SandboxRender
+	listed    int            // how many of srcs are listed items
+	srcs      []source       // the listed items, then spec.resources
+	generated []*kyaml.RNode // spec.resources as nodes, to be written as they are
+	objs      []*unstructured.Unstructured
+	index     map[*unstructured.Unstructured]int // in srcs and objs
+}
+
+// readInput reads the config, adds its spec.resources to the listed items and reads them all as
+// objects. A problem with the input, rather than with the function, is a result (bad) to answer
+// with the input unchanged.
+func readInput(fc *kyaml.RNode, listed []source) (in *input, bad *framework.Result, err error) {
+	cfg, bad, err := readConfig(fc)
+	if err != nil || bad != nil {
+		return nil, bad, err
+	}
+	in = &input{cfg: cfg, listed: len(listed)}
+	if err := in.addResources(listed); err != nil {
+		return nil, nil, err
+	}
+	if bad := in.readObjects(); bad != nil {
+		return nil, bad, nil
+	}
+	return in, nil, nil
+}
+
+// readConfig parses the functionConfig (none: the defaults). An invalid config is a result: the
+// function's answer to it is the input unchanged, not a failure to run.
+func readConfig(fc *kyaml.RNode) (*renderconfig.SandboxRender, *framework.Result, error) {
 	var cfgData []byte
 	if fc != nil {
 		s, err := fc.String()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfgData = []byte(s)
 	}
-	cfg, err := ParseConfig(cfgData)
+	cfg, err := renderconfig.Parse(cfgData)
 	if err != nil {
-		*results = append(*results, &framework.Result{Message: err.Error(), Severity: framework.Error})
-		return unchanged(len(listed)), nil
+		return nil, &framework.Result{Message: err.Error(), Severity: framework.Error}, nil
 	}
+	return cfg, nil, nil
+}
 
-	srcs := listed
-	var generated []*kyaml.RNode // spec.resources, after the listed items
-	for i, r := range cfg.Spec.Resources {
+// addResources makes the sources the listed items followed by the config's spec.resources, which
+// render as if they were listed. The listed sources are copied only if there are resources.
+func (in *input) addResources(listed []source) error {
+	in.srcs = listed
+	for i, r := range in.cfg.Spec.Resources {
 		n, err := kyaml.FromMap(r)
 		if err != nil {
-			return nil, fmt.Errorf("functionConfig spec.resources[%d]: %w", i, err)
+			return fmt.Errorf("functionConfig spec.resources[%d]: %w", i, err)
 		}
-		if len(generated) == 0 {
-			srcs = slices.Clip(srcs)
+		if len(in.generated) == 0 {
+			in.srcs = slices.Clip(in.srcs)
 		}
-		generated = append(generated, n)
-		srcs = append(srcs, readSource(n.YNode()))
+		in.generated = append(in.generated, n)
+		in.srcs = append(in.srcs, readSource(n.YNode()))
 	}
-	objs := make([]*unstructured.Unstructured, len(srcs))
-	index := make(map[*unstructured.Unstructured]int, len(srcs))
-	for i, s := range srcs {
-		if s.err != nil {
-			*results = append(*results, itemResult(i, len(listed), s.file, s.err))
-			return unchanged(len(listed)), nil
-		}
-		objs[i] = s.obj
-		index[s.obj] = i
-	}
-	fileOf := func(u *unstructured.Unstructured) *framework.File {
-		if i, ok := index[u]; ok {
-			return srcs[i].file
-		}
-		return nil
-	}
+	return nil
+}
 
-	entries, err := bundle.ExpandEntries(objs, cfg.Options(), encode)
+// readObjects collects the sources' objects; the first source that is not an object is the
+// result to answer with.
+func (in *input) readObjects() *framework.Result {
+	in.objs = make([]*unstructured.Unstructured, len(in.srcs))
+	in.index = make(map[*unstructured.Unstructured]int, len(in.srcs))
+	for i, s := range in.srcs {
+		if s.err != nil {
+			return itemResult(i, in.listed, s.file, s.err)
+		}
+		in.objs[i] = s.obj
+		in.index[s.obj] = i
+	}
+	return nil
+}
+
+// fileOfObject is the file an input object came from, for the results that name it.
+func (in *input) fileOfObject(u *unstructured.Unstructured) *framework.File {
+	if i, ok := in.index[u]; ok {
+		return in.srcs[i].file
+	}
+	return nil
+}
+
+// refuse reports findings as results, and answers with the input unchanged.
+func (in *input) refuse(results *framework.Results, err error) ([]item, error) {
+	*results = append(*results, Results(err, in.objs, in.fileOfObject)...)
+	return unchanged(in.listed), nil
+}
+
+// expand renders the objects and, unless the sources are kept as written, converts the v1alpha1
+// sources kept to v1beta1: converted holds them by index; other items stay as they were. Only
+// sources can be v1alpha1 (or the pools a conversion looks up), so converting the sources kept
+// is converting the whole expansion.
+func (in *input) expand(encode bool) ([]bundle.Entry, map[int]*unstructured.Unstructured, error) {
+	entries, err := bundle.ExpandEntries(in.objs, in.cfg.Options(), encode)
 	if err != nil {
-		*results = append(*results, Results(err, objs, fileOf)...)
-		return unchanged(len(listed)), nil
+		return nil, nil, err
 	}
-	// converted holds the v1alpha1 sources that come out as v1beta1; other items stay as they
-	// were. Only sources can be v1alpha1 (or the pools a conversion looks up), so converting the
-	// sources kept is converting the whole expansion.
 	converted := map[int]*unstructured.Unstructured{}
-	if *cfg.Spec.KeepSources && !cfg.Spec.KeepSourceVersions {
-		var kept []*unstructured.Unstructured
-		for _, e := range entries {
-			if e.Input >= 0 {
-				kept = append(kept, objs[e.Input])
-			}
-		}
-		conv, err := bundle.ConvertSources(kept)
-		if err != nil {
-			*results = append(*results, Results(err, objs, fileOf)...)
-			return unchanged(len(listed)), nil
-		}
-		for i, u := range conv {
-			if u != kept[i] {
-				converted[index[kept[i]]] = u
-			}
+	if !*in.cfg.Spec.KeepSources || in.cfg.Spec.KeepSourceVersions {
+		return entries, converted, nil
+	}
+	var kept []*unstructured.Unstructured
+	for _, e := range entries {
+		if e.Input >= 0 {
+			kept = append(kept, in.objs[e.Input])
 		}
 	}
-	for _, w := range bundle.ExpiryWarnings(objs, cfg.Options()) {
-		*results = append(*results, &framework.Result{Severity: framework.Warning, Message: w.Message,
+	conv, err := bundle.ConvertSources(kept)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, u := range conv {
+		if u != kept[i] {
+			converted[in.index[kept[i]]] = u
+		}
+	}
+	return entries, converted, nil
+}
+
+// expiryWarnings are bundle.ExpiryWarnings as results: the Sandboxes a preview at spec.now
+// renders as past their shutdownTime, so a reviewer sees why their children are missing.
+func (in *input) expiryWarnings() framework.Results {
+	var out framework.Results
+	for _, w := range bundle.ExpiryWarnings(in.objs, in.cfg.Options()) {
+		out = append(out, &framework.Result{Severity: framework.Warning, Message: w.Message,
 			ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "agents.x-k8s.io/v1beta1", Kind: w.Kind},
 				NameMeta: kyaml.NameMeta{Name: w.Name, Namespace: w.Namespace}},
 			Field: &framework.Field{Path: w.Field}})
 	}
-	if cfg.Spec.Mode == ModeValidate {
-		*results = append(*results, &framework.Result{Severity: framework.Info,
-			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(objs))})
-		return unchanged(len(listed)), nil
-	}
-	copies, replaced, err := configCopies(cfg, fc != nil, objs)
-	if err != nil {
-		*results = append(*results, Results(err, objs, fileOf)...)
-		return unchanged(len(listed)), nil
-	}
+	return out
+}
+
+// items is the output: the config's copies, then the expansion in its order, each entry as the
+// function writes it: a child as rendered, a converted source as converted, a spec.resources
+// item as its node, any other source as the input item; a source replaced by a copy of the
+// config, or an agent-sandbox source when the sources are not kept, not at all.
+func (in *input) items(entries []bundle.Entry, converted map[int]*unstructured.Unstructured, copies []*unstructured.Unstructured, replaced map[*unstructured.Unstructured]bool) []item {
 	out := make([]item, 0, len(copies)+len(entries))
 	for _, c := range copies {
 		out = append(out, item{src: -1, obj: c})
@@ -211,19 +293,19 @@ func process(fc *kyaml.RNode, listed []source, results *framework.Results, encod
 	for _, e := range entries {
 		i := e.Input
 		switch {
-		case i >= 0 && replaced[objs[i]]:
+		case i >= 0 && replaced[in.objs[i]]:
 		case i < 0:
 			out = append(out, item{src: -1, obj: e.Object, text: e.YAML})
 		case converted[i] != nil:
 			out = append(out, item{src: -1, obj: converted[i]})
-		case !*cfg.Spec.KeepSources && manifest.IsAgentSandbox(objs[i]):
-		case i >= len(listed):
-			out = append(out, item{src: -1, node: generated[i-len(listed)]})
+		case !*in.cfg.Spec.KeepSources && manifest.IsAgentSandbox(in.objs[i]):
+		case i >= in.listed:
+			out = append(out, item{src: -1, node: in.generated[i-in.listed]})
 		default:
 			out = append(out, item{src: i})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Results turns a render error into KRM results: one per field error of each invalid object,

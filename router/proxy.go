@@ -143,15 +143,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveUpgrade(w, r, &t, start)
 		return
 	}
-	ctx := context.WithValue(r.Context(), targetKey{}, &t)
-	if h.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.timeout)
-		defer cancel()
-	}
+	ctx, cancel := h.bounded(context.WithValue(r.Context(), targetKey{}, &t))
+	defer cancel()
 	sw := &statusWriter{ResponseWriter: w}
 	h.proxy.ServeHTTP(sw, r.WithContext(ctx))
 	h.metrics.observe(sw.status(), time.Since(start).Seconds())
+}
+
+// bounded is ctx bounded by the ProxyTimeout, if there is one: a proxied request as a whole, and
+// an upgrade's handshake (not the tunnel after it).
+func (h *Handler) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.timeout > 0 {
+		return context.WithTimeout(ctx, h.timeout)
+	}
+	return ctx, func() {}
 }
 
 func (h *Handler) probe(w http.ResponseWriter, ok bool) {
@@ -175,18 +180,30 @@ func (h *Handler) refuse(w http.ResponseWriter, e *Error, start time.Time) {
 // upstreamFailed is the ReverseProxy's ErrorHandler: a typed JSON error and a metric by reason.
 func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
 	t, _ := r.Context().Value(targetKey{}).(*Target)
-	reason, e := classify(err, r)
-	h.metrics.upstreamError(reason)
-	if reason == "client_canceled" {
+	e := h.upstreamFailure(err, r, t)
+	if e == nil {
 		// Nobody is listening; a status for the logs and metrics only.
 		w.WriteHeader(499)
 		return
+	}
+	e.Write(w)
+}
+
+// upstreamFailure is the one place that decides what an error on the way to or from the Pod
+// answers, for the proxy and the tunnel alike: it counts the failure by reason and returns the
+// typed error for the client, naming the Sandbox and Pod (t, when known) and logged; nil when the
+// client has gone, as nobody is left to answer.
+func (h *Handler) upstreamFailure(err error, r *http.Request, t *Target) *Error {
+	reason, e := classify(err, r)
+	h.metrics.upstreamError(reason)
+	if reason == "client_canceled" {
+		return nil
 	}
 	if t != nil {
 		e.Detail += " (Sandbox " + t.Namespace + "/" + t.Name + ", Pod " + t.Addr.String() + ")"
 		h.log.Info("upstream failure", "namespace", t.Namespace, "sandbox", t.Name, "addr", t.Addr.String(), "reason", reason, "error", err.Error())
 	}
-	e.Write(w)
+	return e
 }
 
 // classify maps an upstream error to a metric reason and the client's error.

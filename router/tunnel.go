@@ -56,37 +56,69 @@ func removeHopHeaders(h http.Header) {
 	}
 }
 
+// serveUpgrade proxies a request that asks to switch protocols. The handshake with the Pod is
+// bounded like a request, and its failures are answered like one; the tunnel after it is not.
 func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request, t *Target, start time.Time) {
 	fail := func(err error) {
-		reason, e := classify(err, r)
-		h.metrics.upstreamError(reason)
-		if reason == "client_canceled" {
-			return
+		if e := h.upstreamFailure(err, r, t); e != nil {
+			e.Write(w)
+			h.metrics.observe(e.Status, time.Since(start).Seconds())
 		}
-		e.Detail += " (Sandbox " + t.Namespace + "/" + t.Name + ", Pod " + t.Addr.String() + ")"
-		h.log.Info("upstream failure", "namespace", t.Namespace, "sandbox", t.Name, "addr", t.Addr.String(), "reason", reason, "error", err.Error())
-		e.Write(w)
-		h.metrics.observe(e.Status, time.Since(start).Seconds())
 	}
-	// The handshake is bounded like a request; the tunnel after it is not.
-	ctx := r.Context()
-	if h.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.timeout)
-		defer cancel()
-	}
+	ctx, cancel := h.bounded(r.Context())
+	defer cancel()
 	backend, err := h.dialer.DialContext(ctx, "tcp", t.Addr.String())
 	if err != nil {
 		fail(err)
 		return
 	}
+	stop := bindDeadline(ctx, backend)
+	defer stop()
+	upgrade := r.Header.Get("Upgrade")
+	resp, br, err := handshake(backend, upgradeRequest(ctx, r, t, upgrade))
+	if err != nil {
+		_ = backend.Close()
+		fail(err)
+		return
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		h.passDeclined(w, resp, backend, start)
+		return
+	}
+	if got := resp.Header.Get("Upgrade"); !strings.EqualFold(got, upgrade) {
+		_ = backend.Close()
+		h.refuseSwitch(w, got, upgrade, start)
+		return
+	}
+	client, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		_ = backend.Close()
+		fail(fmt.Errorf("can't switch protocols: %w", err))
+		return
+	}
+	stop()
+	if err := switchProtocols(client, brw, backend, br, resp); err != nil {
+		_ = client.Close()
+		_ = backend.Close()
+		return
+	}
+	h.metrics.observe(http.StatusSwitchingProtocols, time.Since(start).Seconds())
+	h.open(client, backend)
+}
+
+// bindDeadline makes the handshake on backend end with ctx: the connection takes ctx's deadline,
+// and ctx ending (the client gone, the timeout) unblocks it at once. stop undoes the latter, for
+// the tunnel outlives ctx.
+func bindDeadline(ctx context.Context, backend net.Conn) (stop func() bool) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = backend.SetDeadline(dl)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = backend.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	return context.AfterFunc(ctx, func() { _ = backend.SetDeadline(time.Unix(1, 0)) })
+}
 
-	upgrade := r.Header.Get("Upgrade")
+// upgradeRequest is the handshake sent to the Pod: r without its hop-by-hop headers but the
+// upgrade, without the caller's credential and Origin, with X-Forwarded-* from the connection.
+func upgradeRequest(ctx context.Context, r *http.Request, t *Target, upgrade string) *http.Request {
 	out := r.Clone(ctx)
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host, out.Host = "http", t.Addr.String(), ""
@@ -98,68 +130,60 @@ func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request, t *Target
 	// against Host would refuse every browser. Upstream drops it on upgrades, and so do we.
 	out.Header.Del("Origin")
 	setForwarded(out.Header, r)
+	return out
+}
+
+// handshake sends the upgrade request to the Pod and reads its answer; the reader holds whatever
+// the Pod sent after it.
+func handshake(backend net.Conn, out *http.Request) (*http.Response, *bufio.Reader, error) {
 	if err := out.Write(backend); err != nil {
-		_ = backend.Close()
-		fail(err)
-		return
+		return nil, nil, err
 	}
 	br := bufio.NewReaderSize(backend, 4096)
 	resp, err := http.ReadResponse(br, out)
 	if err != nil {
-		_ = backend.Close()
-		fail(err)
-		return
+		return nil, nil, err
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		// The Pod declined the upgrade: pass its answer on as an ordinary response.
-		defer backend.Close()
-		defer resp.Body.Close()
-		removeHopHeaders(resp.Header)
-		for k, vs := range resp.Header {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-		h.metrics.observe(resp.StatusCode, time.Since(start).Seconds())
-		return
+	return resp, br, nil
+}
+
+// passDeclined passes the Pod's answer on as an ordinary response when it declines the upgrade.
+func (h *Handler) passDeclined(w http.ResponseWriter, resp *http.Response, backend net.Conn, start time.Time) {
+	defer backend.Close()
+	defer resp.Body.Close()
+	removeHopHeaders(resp.Header)
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
 	}
-	if got := resp.Header.Get("Upgrade"); !strings.EqualFold(got, upgrade) {
-		_ = backend.Close()
-		h.metrics.upstreamError("bad_upgrade")
-		e := &Error{Status: http.StatusBadGateway, Reason: ReasonUpstreamError,
-			Detail: fmt.Sprintf("the sandbox switched to protocol %q, the client asked for %q", got, upgrade)}
-		e.Write(w)
-		h.metrics.observe(e.Status, time.Since(start).Seconds())
-		return
-	}
-	client, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		_ = backend.Close()
-		fail(fmt.Errorf("can't switch protocols: %w", err))
-		return
-	}
-	stop()
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+	h.metrics.observe(resp.StatusCode, time.Since(start).Seconds())
+}
+
+// refuseSwitch answers a Pod that switched to another protocol than the client asked for: the
+// client could not speak it.
+func (h *Handler) refuseSwitch(w http.ResponseWriter, got, asked string, start time.Time) {
+	h.metrics.upstreamError("bad_upgrade")
+	e := &Error{Status: http.StatusBadGateway, Reason: ReasonUpstreamError,
+		Detail: fmt.Sprintf("the sandbox switched to protocol %q, the client asked for %q", got, asked)}
+	e.Write(w)
+	h.metrics.observe(e.Status, time.Since(start).Seconds())
+}
+
+// switchProtocols finishes the handshake on the hijacked client connection: no deadlines from
+// here on, the Pod's 101 written to the client, and the bytes either side sent right after the
+// handshake, already in the readers, passed on.
+func switchProtocols(client net.Conn, brw *bufio.ReadWriter, backend net.Conn, br *bufio.Reader, resp *http.Response) error {
 	_ = backend.SetDeadline(time.Time{})
 	_ = client.SetDeadline(time.Time{})
 	resp.Header.Del("Content-Length") // a 101 has no body
 	if err := writeSwitch(brw.Writer, resp); err != nil {
-		_ = client.Close()
-		_ = backend.Close()
-		return
+		return err
 	}
-	// Bytes either side sent right after the handshake are already in the readers.
 	if err := drain(backend, brw.Reader); err != nil {
-		_ = client.Close()
-		_ = backend.Close()
-		return
+		return err
 	}
-	if err := drain(client, br); err != nil {
-		_ = client.Close()
-		_ = backend.Close()
-		return
-	}
-	h.metrics.observe(http.StatusSwitchingProtocols, time.Since(start).Seconds())
-	h.open(client, backend)
+	return drain(client, br)
 }
 
 func writeSwitch(w *bufio.Writer, resp *http.Response) error {

@@ -30,61 +30,57 @@ const ShadowPoolPrefix = "shadow-pool-"
 // Sandbox converts a v1alpha1 Sandbox: replicas 0 becomes operatingMode Suspended, anything else
 // (including unset) Running.
 func Sandbox(in *agentsv1alpha1.Sandbox) *agentsv1beta1.Sandbox {
-	out := &agentsv1beta1.Sandbox{}
-	out.APIVersion = agentsv1beta1.GroupVersion.String()
-	out.Kind = agentsv1beta1.SandboxKind
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	out.Spec.PodTemplate = podTemplate(&in.Spec.PodTemplate)
-	out.Spec.VolumeClaimTemplates = volumeClaimTemplates(in.Spec.VolumeClaimTemplates)
-	out.Spec.Service = copyBool(in.Spec.Service)
-	if in.Spec.ShutdownTime != nil {
-		out.Spec.ShutdownTime = in.Spec.ShutdownTime.DeepCopy()
-	}
-	if in.Spec.ShutdownPolicy != nil {
-		p := agentsv1beta1.ShutdownPolicy(*in.Spec.ShutdownPolicy)
-		out.Spec.ShutdownPolicy = &p
-	}
-	if in.Spec.Replicas != nil && *in.Spec.Replicas == 0 {
-		out.Spec.OperatingMode = agentsv1beta1.SandboxOperatingModeSuspended
-	} else {
-		out.Spec.OperatingMode = agentsv1beta1.SandboxOperatingModeRunning
-	}
-	st := in.Status.DeepCopy()
-	out.Status = agentsv1beta1.SandboxStatus{
-		ServiceFQDN:   st.ServiceFQDN,
-		Service:       st.Service,
-		Conditions:    st.Conditions,
-		LabelSelector: st.LabelSelector,
-		PodIPs:        st.PodIPs,
-	}
+	out := &agentsv1beta1.Sandbox{TypeMeta: typeMeta(agentsv1beta1.GroupVersion, agentsv1beta1.SandboxKind), ObjectMeta: *in.ObjectMeta.DeepCopy()}
+	out.Spec.SandboxBlueprint = blueprint(&in.Spec.PodTemplate, in.Spec.VolumeClaimTemplates, in.Spec.Service)
+	out.Spec.ShutdownTime = in.Spec.ShutdownTime.DeepCopy()
+	out.Spec.ShutdownPolicy = (*agentsv1beta1.ShutdownPolicy)(clone(in.Spec.ShutdownPolicy))
+	out.Spec.OperatingMode = operatingMode(in.Spec.Replicas)
+	st := in.Status.DeepCopy() // all but replicas, which v1beta1 does not hold
+	out.Status = agentsv1beta1.SandboxStatus{ServiceFQDN: st.ServiceFQDN, Service: st.Service, Conditions: st.Conditions, LabelSelector: st.LabelSelector, PodIPs: st.PodIPs}
 	return out
+}
+
+// operatingMode is upstream's reading of a v1alpha1 Sandbox's replicas: 0 is Suspended, anything
+// else (including unset) Running.
+func operatingMode(replicas *int32) agentsv1beta1.SandboxOperatingMode {
+	if replicas != nil && *replicas == 0 {
+		return agentsv1beta1.SandboxOperatingModeSuspended
+	}
+	return agentsv1beta1.SandboxOperatingModeRunning
 }
 
 // SandboxTemplate converts a v1alpha1 template. volumeClaimTemplatesPolicy comes from upstream's
 // round-trip annotation when it is present and not empty, and is otherwise left for defaulting
 // (Disallowed). An empty annotation stays an annotation, so that it converts back as it was.
 func SandboxTemplate(in *extv1alpha1.SandboxTemplate) *extv1beta1.SandboxTemplate {
-	out := &extv1beta1.SandboxTemplate{}
-	out.APIVersion = extv1beta1.GroupVersion.String()
-	out.Kind = extv1beta1.SandboxTemplateKind
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	out.Spec.PodTemplate = podTemplate(&in.Spec.PodTemplate)
-	out.Spec.VolumeClaimTemplates = volumeClaimTemplates(in.Spec.VolumeClaimTemplates)
-	out.Spec.Service = copyBool(in.Spec.Service)
-	if in.Spec.NetworkPolicy != nil {
-		np := in.Spec.NetworkPolicy.DeepCopy()
-		out.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{Ingress: np.Ingress, Egress: np.Egress}
-	}
+	out := &extv1beta1.SandboxTemplate{TypeMeta: typeMeta(extv1beta1.GroupVersion, extv1beta1.SandboxTemplateKind), ObjectMeta: *in.ObjectMeta.DeepCopy()}
+	out.Spec.SandboxBlueprint = blueprint(&in.Spec.PodTemplate, in.Spec.VolumeClaimTemplates, in.Spec.Service)
+	out.Spec.NetworkPolicy = (*extv1beta1.NetworkPolicySpec)(in.Spec.NetworkPolicy.DeepCopy())
 	out.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagement(in.Spec.NetworkPolicyManagement)
 	out.Spec.EnvVarsInjectionPolicy = extv1beta1.EnvVarsInjectionPolicy(in.Spec.EnvVarsInjectionPolicy)
 	if p := out.Annotations[VolumeClaimTemplatesPolicyAnnotation]; p != "" {
 		out.Spec.VolumeClaimTemplatesPolicy = extv1beta1.VolumeClaimTemplatesPolicy(p)
-		delete(out.Annotations, VolumeClaimTemplatesPolicyAnnotation)
-		if len(out.Annotations) == 0 {
-			out.Annotations = nil
-		}
+		dropAnnotation(&out.ObjectMeta, VolumeClaimTemplatesPolicyAnnotation)
 	}
 	return out
+}
+
+// blueprint converts what a v1alpha1 Sandbox and template share, which v1beta1 gathers into its
+// SandboxBlueprint.
+func blueprint(pt *agentsv1alpha1.PodTemplate, vcts []agentsv1alpha1.PersistentVolumeClaimTemplate, service *bool) agentsv1beta1.SandboxBlueprint {
+	c := pt.DeepCopy()
+	return agentsv1beta1.SandboxBlueprint{
+		PodTemplate:          agentsv1beta1.PodTemplate{Spec: c.Spec, ObjectMeta: agentsv1beta1.PodMetadata(c.ObjectMeta)},
+		VolumeClaimTemplates: convertEach(vcts, volumeClaimTemplate),
+		Service:              clone(service),
+	}
+}
+
+// volumeClaimTemplate converts one volume claim template; its metadata has the same shape in both
+// versions.
+func volumeClaimTemplate(in *agentsv1alpha1.PersistentVolumeClaimTemplate) agentsv1beta1.PersistentVolumeClaimTemplate {
+	c := in.DeepCopy()
+	return agentsv1beta1.PersistentVolumeClaimTemplate{EmbeddedObjectMetadata: agentsv1beta1.EmbeddedObjectMetadata(c.EmbeddedObjectMetadata), Spec: c.Spec}
 }
 
 // SandboxClaim converts a v1alpha1 claim. v1beta1 claims always name a warm pool:
@@ -93,30 +89,15 @@ func SandboxTemplate(in *extv1alpha1.SandboxTemplate) *extv1beta1.SandboxTemplat
 //     claim's), names the pool that Sandbox came from: its name minus the last "-suffix";
 //   - otherwise shadow-pool-<template>, the pool upstream's migration guide bootstraps.
 func SandboxClaim(in *extv1alpha1.SandboxClaim) *extv1beta1.SandboxClaim {
-	out := &extv1beta1.SandboxClaim{}
-	out.APIVersion = extv1beta1.GroupVersion.String()
-	out.Kind = extv1beta1.SandboxClaimKind
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out := &extv1beta1.SandboxClaim{TypeMeta: typeMeta(extv1beta1.GroupVersion, extv1beta1.SandboxClaimKind), ObjectMeta: *in.ObjectMeta.DeepCopy()}
 	out.Spec.WarmPoolRef.Name = claimPoolName(in)
-	if l := in.Spec.Lifecycle; l != nil {
-		out.Spec.Lifecycle = &extv1beta1.Lifecycle{
-			TTLSecondsAfterFinished: copyInt32(l.TTLSecondsAfterFinished),
-			ShutdownPolicy:          extv1beta1.ShutdownPolicy(l.ShutdownPolicy),
-		}
-		if l.ShutdownTime != nil {
-			out.Spec.Lifecycle.ShutdownTime = l.ShutdownTime.DeepCopy()
-		}
-	}
-	md := in.Spec.AdditionalPodMetadata.DeepCopy()
-	out.Spec.AdditionalPodMetadata = agentsv1beta1.PodMetadata{Labels: md.Labels, Annotations: md.Annotations}
-	for _, e := range in.Spec.Env {
-		out.Spec.Env = append(out.Spec.Env, extv1beta1.EnvVar{
-			Name: e.Name, Value: copyString(e.Value), ValueFrom: envVarSource(e.ValueFrom), ContainerName: e.ContainerName,
-		})
+	out.Spec.Lifecycle = convertPtr(in.Spec.Lifecycle, claimLifecycle)
+	out.Spec.AdditionalPodMetadata = agentsv1beta1.PodMetadata(*in.Spec.AdditionalPodMetadata.DeepCopy())
+	if len(in.Spec.Env) > 0 { // an empty list converts to none
+		out.Spec.Env = convertEach(in.Spec.Env, envVar)
 	}
 	st := in.Status.DeepCopy()
-	out.Status.Conditions = st.Conditions
-	out.Status.SandboxStatus = extv1beta1.SandboxStatus{Name: st.SandboxStatus.Name, PodIPs: st.SandboxStatus.PodIPs}
+	out.Status = extv1beta1.SandboxClaimStatus{Conditions: st.Conditions, SandboxStatus: extv1beta1.SandboxStatus(st.SandboxStatus)}
 	return out
 }
 
@@ -134,81 +115,29 @@ func claimPoolName(in *extv1alpha1.SandboxClaim) string {
 	return ShadowPoolPrefix + in.Spec.TemplateRef.Name
 }
 
+// claimLifecycle converts a claim's lifecycle, field for field.
+func claimLifecycle(in *extv1alpha1.Lifecycle) extv1beta1.Lifecycle {
+	c := in.DeepCopy()
+	return extv1beta1.Lifecycle{
+		ShutdownTime: c.ShutdownTime, TTLSecondsAfterFinished: c.TTLSecondsAfterFinished, ShutdownPolicy: extv1beta1.ShutdownPolicy(c.ShutdownPolicy),
+	}
+}
+
+// envVar converts a claim's env entry; its Secret or ConfigMap reference has the same shape in
+// both versions.
+func envVar(in *extv1alpha1.EnvVar) extv1beta1.EnvVar {
+	c := in.DeepCopy()
+	return extv1beta1.EnvVar{Name: c.Name, Value: c.Value, ValueFrom: (*extv1beta1.EnvVarSource)(c.ValueFrom), ContainerName: c.ContainerName}
+}
+
 // SandboxWarmPool converts a v1alpha1 pool; its required replicas becomes the optional pointer.
 func SandboxWarmPool(in *extv1alpha1.SandboxWarmPool) *extv1beta1.SandboxWarmPool {
-	out := &extv1beta1.SandboxWarmPool{}
-	out.APIVersion = extv1beta1.GroupVersion.String()
-	out.Kind = extv1beta1.SandboxWarmPoolKind
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	replicas := in.Spec.Replicas
-	out.Spec.Replicas = &replicas
+	out := &extv1beta1.SandboxWarmPool{TypeMeta: typeMeta(extv1beta1.GroupVersion, extv1beta1.SandboxWarmPoolKind), ObjectMeta: *in.ObjectMeta.DeepCopy()}
+	out.Spec.Replicas = clone(&in.Spec.Replicas)
 	out.Spec.TemplateRef.Name = in.Spec.TemplateRef.Name
-	if in.Spec.UpdateStrategy != nil {
-		out.Spec.UpdateStrategy = &extv1beta1.SandboxWarmPoolUpdateStrategy{
-			Type: extv1beta1.SandboxWarmPoolUpdateStrategyType(in.Spec.UpdateStrategy.Type),
-		}
-	}
-	out.Status = extv1beta1.SandboxWarmPoolStatus{
-		Replicas:      in.Status.Replicas,
-		ReadyReplicas: in.Status.ReadyReplicas,
-		Selector:      in.Status.Selector,
-	}
+	out.Spec.UpdateStrategy = convertPtr(in.Spec.UpdateStrategy, func(s *extv1alpha1.SandboxWarmPoolUpdateStrategy) extv1beta1.SandboxWarmPoolUpdateStrategy {
+		return extv1beta1.SandboxWarmPoolUpdateStrategy{Type: extv1beta1.SandboxWarmPoolUpdateStrategyType(s.Type)}
+	})
+	out.Status = extv1beta1.SandboxWarmPoolStatus{Replicas: in.Status.Replicas, ReadyReplicas: in.Status.ReadyReplicas, Selector: in.Status.Selector}
 	return out
-}
-
-func podTemplate(in *agentsv1alpha1.PodTemplate) agentsv1beta1.PodTemplate {
-	c := in.DeepCopy()
-	return agentsv1beta1.PodTemplate{
-		Spec:       c.Spec,
-		ObjectMeta: agentsv1beta1.PodMetadata{Labels: c.ObjectMeta.Labels, Annotations: c.ObjectMeta.Annotations},
-	}
-}
-
-func volumeClaimTemplates(in []agentsv1alpha1.PersistentVolumeClaimTemplate) []agentsv1beta1.PersistentVolumeClaimTemplate {
-	if in == nil {
-		return nil
-	}
-	out := make([]agentsv1beta1.PersistentVolumeClaimTemplate, len(in))
-	for i := range in {
-		c := in[i].DeepCopy()
-		out[i] = agentsv1beta1.PersistentVolumeClaimTemplate{
-			EmbeddedObjectMetadata: agentsv1beta1.EmbeddedObjectMetadata{
-				Name: c.Name, Labels: c.Labels, Annotations: c.Annotations,
-			},
-			Spec: c.Spec,
-		}
-	}
-	return out
-}
-
-// envVarSource copies a claim's Secret or ConfigMap reference; the two versions share its shape.
-func envVarSource(in *extv1alpha1.EnvVarSource) *extv1beta1.EnvVarSource {
-	if in == nil {
-		return nil
-	}
-	return &extv1beta1.EnvVarSource{SecretKeyRef: in.SecretKeyRef.DeepCopy(), ConfigMapKeyRef: in.ConfigMapKeyRef.DeepCopy()}
-}
-
-func copyString(s *string) *string {
-	if s == nil {
-		return nil
-	}
-	v := *s
-	return &v
-}
-
-func copyBool(b *bool) *bool {
-	if b == nil {
-		return nil
-	}
-	v := *b
-	return &v
-}
-
-func copyInt32(i *int32) *int32 {
-	if i == nil {
-		return nil
-	}
-	v := *i
-	return &v
 }

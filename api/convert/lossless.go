@@ -64,7 +64,7 @@ func SandboxToHub(in *agentsv1alpha1.Sandbox) *agentsv1beta1.Sandbox {
 	back := sandboxV1alpha1(out)
 	var a sandboxAlpha
 	if !ptr.Equal(back.Spec.Replicas, in.Spec.Replicas) {
-		a.Replicas = &kept[*int32, agentsv1beta1.SandboxOperatingMode]{copyInt32(in.Spec.Replicas), out.Spec.OperatingMode}
+		a.Replicas = &kept[*int32, agentsv1beta1.SandboxOperatingMode]{clone(in.Spec.Replicas), out.Spec.OperatingMode}
 	}
 	if back.Status.Replicas != in.Status.Replicas {
 		a.StatusReplicas = &kept[int32, agentsv1beta1.SandboxOperatingMode]{in.Status.Replicas, out.Spec.OperatingMode}
@@ -81,7 +81,7 @@ func SandboxFromHub(in *agentsv1beta1.Sandbox) *agentsv1alpha1.Sandbox {
 	var a sandboxAlpha
 	if takeAnnotation(&out.ObjectMeta, V1alpha1Annotation, &a) {
 		if k := a.Replicas; k != nil && k.With == in.Spec.OperatingMode {
-			out.Spec.Replicas = copyInt32(k.Value)
+			out.Spec.Replicas = clone(k.Value)
 		}
 		if k := a.StatusReplicas; k != nil && k.With == in.Spec.OperatingMode {
 			out.Status.Replicas = k.Value
@@ -90,7 +90,7 @@ func SandboxFromHub(in *agentsv1beta1.Sandbox) *agentsv1alpha1.Sandbox {
 	forth := Sandbox(out)
 	var b sandboxBeta
 	if forth.Spec.OperatingMode != in.Spec.OperatingMode {
-		b.OperatingMode = &kept[agentsv1beta1.SandboxOperatingMode, *int32]{in.Spec.OperatingMode, copyInt32(out.Spec.Replicas)}
+		b.OperatingMode = &kept[agentsv1beta1.SandboxOperatingMode, *int32]{in.Spec.OperatingMode, clone(out.Spec.Replicas)}
 	}
 	b.NodeName = in.Status.NodeName
 	putAnnotation(&out.ObjectMeta, V1beta1Annotation, b, b != sandboxBeta{})
@@ -145,7 +145,7 @@ func SandboxClaimToHub(in *extv1alpha1.SandboxClaim) *extv1beta1.SandboxClaim {
 	}
 	var a claimAlpha
 	if ref := claimRefOf(in); !claimRefOfPool(out.Spec.WarmPoolRef.Name).equal(ref) {
-		a.Ref = &kept[claimRef, string]{claimRef{ref.Template, copyPolicy(ref.WarmPool)}, out.Spec.WarmPoolRef.Name}
+		a.Ref = &kept[claimRef, string]{claimRef{ref.Template, clone(ref.WarmPool)}, out.Spec.WarmPoolRef.Name}
 	}
 	putAnnotation(&out.ObjectMeta, V1alpha1Annotation, a, a != claimAlpha{})
 	return out
@@ -159,20 +159,17 @@ func SandboxClaimFromHub(in *extv1beta1.SandboxClaim) *extv1alpha1.SandboxClaim 
 	if takeAnnotation(&out.ObjectMeta, V1alpha1Annotation, &a) {
 		if k := a.Ref; k != nil && k.With == in.Spec.WarmPoolRef.Name {
 			out.Spec.TemplateRef.Name = k.Value.Template
-			out.Spec.WarmPool = copyPolicy(k.Value.WarmPool)
+			out.Spec.WarmPool = clone(k.Value.WarmPool)
 		}
 	}
 	var b claimBeta
 	if pool := claimPoolName(out); pool != in.Spec.WarmPoolRef.Name {
 		ref := claimRefOf(out)
-		b.WarmPoolRef = &kept[string, claimRef]{in.Spec.WarmPoolRef.Name, claimRef{ref.Template, copyPolicy(ref.WarmPool)}}
+		b.WarmPoolRef = &kept[string, claimRef]{in.Spec.WarmPoolRef.Name, claimRef{ref.Template, clone(ref.WarmPool)}}
 	}
-	if in.Spec.VolumeClaimTemplates != nil {
-		b.VolumeClaimTemplates = make([]agentsv1beta1.PersistentVolumeClaimTemplate, len(in.Spec.VolumeClaimTemplates))
-		for i := range in.Spec.VolumeClaimTemplates {
-			in.Spec.VolumeClaimTemplates[i].DeepCopyInto(&b.VolumeClaimTemplates[i])
-		}
-	}
+	b.VolumeClaimTemplates = convertEach(in.Spec.VolumeClaimTemplates, func(t *agentsv1beta1.PersistentVolumeClaimTemplate) agentsv1beta1.PersistentVolumeClaimTemplate {
+		return *t.DeepCopy()
+	})
 	putAnnotation(&out.ObjectMeta, V1beta1Annotation, b, !b.empty())
 	return out
 }
@@ -192,7 +189,7 @@ func SandboxWarmPoolToHub(in *extv1alpha1.SandboxWarmPool) *extv1beta1.SandboxWa
 	var b poolBeta
 	if takeAnnotation(&out.ObjectMeta, V1beta1Annotation, &b) {
 		if k := b.Replicas; k != nil && k.With == in.Spec.Replicas {
-			out.Spec.Replicas = copyInt32(k.Value)
+			out.Spec.Replicas = clone(k.Value)
 		}
 		out.Status.ObservedGeneration = b.ObservedGeneration
 	}

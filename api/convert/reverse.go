@@ -18,30 +18,14 @@ import (
 // status: a Sandbox no controller has seen yet reports no replicas (upstream reports 1), so that
 // one created through v1alpha1, whose status the API server empties, converts back as it was.
 func sandboxV1alpha1(in *agentsv1beta1.Sandbox) *agentsv1alpha1.Sandbox {
-	out := &agentsv1alpha1.Sandbox{}
-	out.APIVersion = agentsv1alpha1.GroupVersion.String()
-	out.Kind = agentsv1beta1.SandboxKind
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	out.Spec.PodTemplate = podTemplateV1alpha1(&in.Spec.PodTemplate)
-	out.Spec.VolumeClaimTemplates = volumeClaimTemplatesV1alpha1(in.Spec.VolumeClaimTemplates)
-	out.Spec.Service = copyBool(in.Spec.Service)
-	if in.Spec.ShutdownTime != nil {
-		out.Spec.ShutdownTime = in.Spec.ShutdownTime.DeepCopy()
-	}
-	if in.Spec.ShutdownPolicy != nil {
-		p := agentsv1alpha1.ShutdownPolicy(*in.Spec.ShutdownPolicy)
-		out.Spec.ShutdownPolicy = &p
-	}
+	out := &agentsv1alpha1.Sandbox{TypeMeta: typeMeta(agentsv1alpha1.GroupVersion, agentsv1beta1.SandboxKind), ObjectMeta: *in.ObjectMeta.DeepCopy()}
+	out.Spec.PodTemplate, out.Spec.VolumeClaimTemplates, out.Spec.Service = blueprintV1alpha1(&in.Spec.SandboxBlueprint)
+	out.Spec.ShutdownTime = in.Spec.ShutdownTime.DeepCopy()
+	out.Spec.ShutdownPolicy = (*agentsv1alpha1.ShutdownPolicy)(clone(in.Spec.ShutdownPolicy))
 	replicas := statusReplicas(in.Spec.OperatingMode)
 	out.Spec.Replicas = &replicas
-	st := in.Status.DeepCopy()
-	out.Status = agentsv1alpha1.SandboxStatus{
-		ServiceFQDN:   st.ServiceFQDN,
-		Service:       st.Service,
-		Conditions:    st.Conditions,
-		LabelSelector: st.LabelSelector,
-		PodIPs:        st.PodIPs,
-	}
+	st := in.Status.DeepCopy() // all but nodeName, which v1alpha1 does not hold
+	out.Status = agentsv1alpha1.SandboxStatus{ServiceFQDN: st.ServiceFQDN, Service: st.Service, Conditions: st.Conditions, LabelSelector: st.LabelSelector, PodIPs: st.PodIPs}
 	if hasStatus(&in.Status) {
 		out.Status.Replicas = replicas
 	}
@@ -64,17 +48,9 @@ func hasStatus(s *agentsv1beta1.SandboxStatus) bool {
 // own annotation, so an object read from either project converts back the same way. An empty
 // policy writes nothing and leaves an annotation already there alone.
 func sandboxTemplateV1alpha1(in *extv1beta1.SandboxTemplate) *extv1alpha1.SandboxTemplate {
-	out := &extv1alpha1.SandboxTemplate{}
-	out.APIVersion = extv1alpha1.GroupVersion.String()
-	out.Kind = extv1beta1.SandboxTemplateKind
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	out.Spec.PodTemplate = podTemplateV1alpha1(&in.Spec.PodTemplate)
-	out.Spec.VolumeClaimTemplates = volumeClaimTemplatesV1alpha1(in.Spec.VolumeClaimTemplates)
-	out.Spec.Service = copyBool(in.Spec.Service)
-	if in.Spec.NetworkPolicy != nil {
-		np := in.Spec.NetworkPolicy.DeepCopy()
-		out.Spec.NetworkPolicy = &extv1alpha1.NetworkPolicySpec{Ingress: np.Ingress, Egress: np.Egress}
-	}
+	out := &extv1alpha1.SandboxTemplate{TypeMeta: typeMeta(extv1alpha1.GroupVersion, extv1beta1.SandboxTemplateKind), ObjectMeta: *in.ObjectMeta.DeepCopy()}
+	out.Spec.PodTemplate, out.Spec.VolumeClaimTemplates, out.Spec.Service = blueprintV1alpha1(&in.Spec.SandboxBlueprint)
+	out.Spec.NetworkPolicy = (*extv1alpha1.NetworkPolicySpec)(in.Spec.NetworkPolicy.DeepCopy())
 	out.Spec.NetworkPolicyManagement = extv1alpha1.NetworkPolicyManagement(in.Spec.NetworkPolicyManagement)
 	out.Spec.EnvVarsInjectionPolicy = extv1alpha1.EnvVarsInjectionPolicy(in.Spec.EnvVarsInjectionPolicy)
 	if p := in.Spec.VolumeClaimTemplatesPolicy; p != "" {
@@ -86,37 +62,50 @@ func sandboxTemplateV1alpha1(in *extv1beta1.SandboxTemplate) *extv1alpha1.Sandbo
 	return out
 }
 
+// blueprintV1alpha1 converts v1beta1's SandboxBlueprint to the fields a v1alpha1 Sandbox and
+// template hold in its place.
+func blueprintV1alpha1(in *agentsv1beta1.SandboxBlueprint) (agentsv1alpha1.PodTemplate, []agentsv1alpha1.PersistentVolumeClaimTemplate, *bool) {
+	c := in.PodTemplate.DeepCopy()
+	pt := agentsv1alpha1.PodTemplate{Spec: c.Spec, ObjectMeta: agentsv1alpha1.PodMetadata(c.ObjectMeta)}
+	return pt, convertEach(in.VolumeClaimTemplates, volumeClaimTemplateV1alpha1), clone(in.Service)
+}
+
+// volumeClaimTemplateV1alpha1 is volumeClaimTemplate's reverse.
+func volumeClaimTemplateV1alpha1(in *agentsv1beta1.PersistentVolumeClaimTemplate) agentsv1alpha1.PersistentVolumeClaimTemplate {
+	c := in.DeepCopy()
+	return agentsv1alpha1.PersistentVolumeClaimTemplate{EmbeddedObjectMetadata: agentsv1alpha1.EmbeddedObjectMetadata(c.EmbeddedObjectMetadata), Spec: c.Spec}
+}
+
 // sandboxClaimV1alpha1 follows upstream: shadow-pool-<template> is template <template> with the
 // default policy; any other pool is that pool as the policy and, for want of anything better, as
 // the template too.
 func sandboxClaimV1alpha1(in *extv1beta1.SandboxClaim) *extv1alpha1.SandboxClaim {
-	out := &extv1alpha1.SandboxClaim{}
-	out.APIVersion = extv1alpha1.GroupVersion.String()
-	out.Kind = extv1beta1.SandboxClaimKind
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out := &extv1alpha1.SandboxClaim{TypeMeta: typeMeta(extv1alpha1.GroupVersion, extv1beta1.SandboxClaimKind), ObjectMeta: *in.ObjectMeta.DeepCopy()}
 	ref := claimRefOfPool(in.Spec.WarmPoolRef.Name)
 	out.Spec.TemplateRef.Name = ref.Template
-	out.Spec.WarmPool = copyPolicy(ref.WarmPool)
-	if l := in.Spec.Lifecycle; l != nil {
-		out.Spec.Lifecycle = &extv1alpha1.Lifecycle{
-			TTLSecondsAfterFinished: copyInt32(l.TTLSecondsAfterFinished),
-			ShutdownPolicy:          extv1alpha1.ShutdownPolicy(l.ShutdownPolicy),
-		}
-		if l.ShutdownTime != nil {
-			out.Spec.Lifecycle.ShutdownTime = l.ShutdownTime.DeepCopy()
-		}
-	}
-	md := in.Spec.AdditionalPodMetadata.DeepCopy()
-	out.Spec.AdditionalPodMetadata = agentsv1alpha1.PodMetadata{Labels: md.Labels, Annotations: md.Annotations}
-	for _, e := range in.Spec.Env {
-		out.Spec.Env = append(out.Spec.Env, extv1alpha1.EnvVar{
-			Name: e.Name, Value: copyString(e.Value), ValueFrom: envVarSourceV1alpha1(e.ValueFrom), ContainerName: e.ContainerName,
-		})
+	out.Spec.WarmPool = clone(ref.WarmPool)
+	out.Spec.Lifecycle = convertPtr(in.Spec.Lifecycle, claimLifecycleV1alpha1)
+	out.Spec.AdditionalPodMetadata = agentsv1alpha1.PodMetadata(*in.Spec.AdditionalPodMetadata.DeepCopy())
+	if len(in.Spec.Env) > 0 { // an empty list converts to none
+		out.Spec.Env = convertEach(in.Spec.Env, envVarV1alpha1)
 	}
 	st := in.Status.DeepCopy()
-	out.Status.Conditions = st.Conditions
-	out.Status.SandboxStatus = extv1alpha1.SandboxStatus{Name: st.SandboxStatus.Name, PodIPs: st.SandboxStatus.PodIPs}
+	out.Status = extv1alpha1.SandboxClaimStatus{Conditions: st.Conditions, SandboxStatus: extv1alpha1.SandboxStatus(st.SandboxStatus)}
 	return out
+}
+
+// claimLifecycleV1alpha1 is claimLifecycle's reverse.
+func claimLifecycleV1alpha1(in *extv1beta1.Lifecycle) extv1alpha1.Lifecycle {
+	c := in.DeepCopy()
+	return extv1alpha1.Lifecycle{
+		ShutdownTime: c.ShutdownTime, TTLSecondsAfterFinished: c.TTLSecondsAfterFinished, ShutdownPolicy: extv1alpha1.ShutdownPolicy(c.ShutdownPolicy),
+	}
+}
+
+// envVarV1alpha1 is envVar's reverse.
+func envVarV1alpha1(in *extv1beta1.EnvVar) extv1alpha1.EnvVar {
+	c := in.DeepCopy()
+	return extv1alpha1.EnvVar{Name: c.Name, Value: c.Value, ValueFrom: (*extv1alpha1.EnvVarSource)(c.ValueFrom), ContainerName: c.ContainerName}
 }
 
 // claimRef is what a v1alpha1 claim says instead of a pool: a template and a warm pool policy.
@@ -148,22 +137,13 @@ func claimRefOfPool(pool string) claimRef {
 // sandboxWarmPoolV1alpha1 follows upstream: an unset replicas (v1beta1 defaults it to 1) reads as
 // 1, since v1alpha1 requires the field.
 func sandboxWarmPoolV1alpha1(in *extv1beta1.SandboxWarmPool) *extv1alpha1.SandboxWarmPool {
-	out := &extv1alpha1.SandboxWarmPool{}
-	out.APIVersion = extv1alpha1.GroupVersion.String()
-	out.Kind = extv1beta1.SandboxWarmPoolKind
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out := &extv1alpha1.SandboxWarmPool{TypeMeta: typeMeta(extv1alpha1.GroupVersion, extv1beta1.SandboxWarmPoolKind), ObjectMeta: *in.ObjectMeta.DeepCopy()}
 	out.Spec.Replicas = poolReplicas(in.Spec.Replicas)
 	out.Spec.TemplateRef.Name = in.Spec.TemplateRef.Name
-	if in.Spec.UpdateStrategy != nil {
-		out.Spec.UpdateStrategy = &extv1alpha1.SandboxWarmPoolUpdateStrategy{
-			Type: extv1alpha1.SandboxWarmPoolUpdateStrategyType(in.Spec.UpdateStrategy.Type),
-		}
-	}
-	out.Status = extv1alpha1.SandboxWarmPoolStatus{
-		Replicas:      in.Status.Replicas,
-		ReadyReplicas: in.Status.ReadyReplicas,
-		Selector:      in.Status.Selector,
-	}
+	out.Spec.UpdateStrategy = convertPtr(in.Spec.UpdateStrategy, func(s *extv1beta1.SandboxWarmPoolUpdateStrategy) extv1alpha1.SandboxWarmPoolUpdateStrategy {
+		return extv1alpha1.SandboxWarmPoolUpdateStrategy{Type: extv1alpha1.SandboxWarmPoolUpdateStrategyType(s.Type)}
+	})
+	out.Status = extv1alpha1.SandboxWarmPoolStatus{Replicas: in.Status.Replicas, ReadyReplicas: in.Status.ReadyReplicas, Selector: in.Status.Selector}
 	return out
 }
 
@@ -172,44 +152,4 @@ func poolReplicas(r *int32) int32 {
 		return 1
 	}
 	return *r
-}
-
-func podTemplateV1alpha1(in *agentsv1beta1.PodTemplate) agentsv1alpha1.PodTemplate {
-	c := in.DeepCopy()
-	return agentsv1alpha1.PodTemplate{
-		Spec:       c.Spec,
-		ObjectMeta: agentsv1alpha1.PodMetadata{Labels: c.ObjectMeta.Labels, Annotations: c.ObjectMeta.Annotations},
-	}
-}
-
-func volumeClaimTemplatesV1alpha1(in []agentsv1beta1.PersistentVolumeClaimTemplate) []agentsv1alpha1.PersistentVolumeClaimTemplate {
-	if in == nil {
-		return nil
-	}
-	out := make([]agentsv1alpha1.PersistentVolumeClaimTemplate, len(in))
-	for i := range in {
-		c := in[i].DeepCopy()
-		out[i] = agentsv1alpha1.PersistentVolumeClaimTemplate{
-			EmbeddedObjectMetadata: agentsv1alpha1.EmbeddedObjectMetadata{
-				Name: c.Name, Labels: c.Labels, Annotations: c.Annotations,
-			},
-			Spec: c.Spec,
-		}
-	}
-	return out
-}
-
-func envVarSourceV1alpha1(in *extv1beta1.EnvVarSource) *extv1alpha1.EnvVarSource {
-	if in == nil {
-		return nil
-	}
-	return &extv1alpha1.EnvVarSource{SecretKeyRef: in.SecretKeyRef.DeepCopy(), ConfigMapKeyRef: in.ConfigMapKeyRef.DeepCopy()}
-}
-
-func copyPolicy(p *extv1alpha1.WarmPoolPolicy) *extv1alpha1.WarmPoolPolicy {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

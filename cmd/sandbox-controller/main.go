@@ -32,17 +32,11 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
-)
-
-// Exit codes, documented in --help; the same numbers as sandbox-router's and sandbox-render's.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
 )
 
 const long = `sandbox-controller reconciles the four agent-sandbox kinds exactly as sandbox-render renders
@@ -108,31 +102,11 @@ type flags struct {
 	zap                        zap.Options
 }
 
-// exitError carries the exit code of an error run reports; any other error is a usage error.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-
-func (e *exitError) Unwrap() error { return e.err }
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := &flags{}
 	cmd := newCommand(f, stdout, stderr, func(opts *controller.Options) error { return start(ctx, f, opts) })
-	err := execute(cmd, args)
-	if err == nil {
-		return exitOK
-	}
 	// Errors are reported once, here, in one line; the usage text only on --help.
-	fmt.Fprintf(stderr, "sandbox-controller: %v\n", err)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	// cobra's own errors (unknown flag, bad value) are usage errors.
-	return exitUsage
+	return cli.Exit(cmd.Name(), execute(cmd, args), stderr)
 }
 
 // newCommand is the controller's command line, a cobra command as sandbox-router's and
@@ -161,11 +135,11 @@ func newCommand(f *flags, stdout, stderr io.Writer, start func(*controller.Optio
 				return err
 			}
 			if len(args) > 0 {
-				return &exitError{exitUsage, fmt.Errorf("unexpected arguments %q: sandbox-controller takes flags only", args)}
+				return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("unexpected arguments %q: sandbox-controller takes flags only", args)}
 			}
 			opts, err := f.options()
 			if err != nil {
-				return &exitError{exitUsage, err}
+				return &cli.ExitError{Code: cli.ExitUsage, Err: err}
 			}
 			return start(opts)
 		},
@@ -181,11 +155,7 @@ func newCommand(f *flags, stdout, stderr io.Writer, start func(*controller.Optio
 // "unknown shorthand flag: 'm' in -metrics-bind-address"; that error is replaced by one naming
 // the two-dash form.
 func execute(cmd *cobra.Command, args []string) error {
-	if args == nil {
-		args = []string{} // cobra reads os.Args when given nil
-	}
-	cmd.SetArgs(args)
-	err := cmd.Execute()
+	err := cli.Execute(cmd, args)
 	var unknown *pflag.NotExistError
 	if !errors.As(err, &unknown) || unknown.GetSpecifiedShortnames() == "" {
 		return err
@@ -239,46 +209,25 @@ func (f *flags) bind(fs *pflag.FlagSet) {
 }
 
 // options checks the parsed flags and gives the controller's options; every error is a usage
-// error.
+// error. The checks run in a fixed order (addresses and client limits, lists, namespaces,
+// workers, reconcilers, annotations, webhook, render configuration), so that of several mistakes
+// the same one is reported first.
 func (f *flags) options() (*controller.Options, error) {
-	for _, a := range []struct{ flag, value string }{
-		{"--metrics-bind-address", f.metricsAddr}, {"--health-probe-bind-address", f.probeAddr}, {"--pprof-bind-address", f.pprofAddr},
-	} {
-		if err := checkBindAddress(a.value); err != nil {
-			return nil, fmt.Errorf("%s %q: %w", a.flag, a.value, err)
-		}
+	if err := f.checkConnections(); err != nil {
+		return nil, err
 	}
-	if !(f.qps > 0) || math.IsInf(f.qps, 1) || f.burst < 1 {
-		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive numbers")
+	if err := f.checkLists(); err != nil {
+		return nil, err
 	}
-	lists := map[string]string{"--namespaces": f.namespaces, "--policy-packs": f.packs, "--allowed-label-domains": f.allowedLabelDomains}
-	for _, name := range slices.Sorted(maps.Keys(lists)) {
-		if v := lists[name]; strings.TrimSpace(v) != "" && len(splitList(v)) == 0 {
-			return nil, fmt.Errorf("%s %q names nothing: leave the flag out for the default", name, v)
-		}
-	}
-	for _, ns := range append(splitList(f.namespaces), f.leaderElectionNamespace) {
-		if ns == "" {
-			continue
-		}
-		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			return nil, fmt.Errorf("namespace %q (--namespaces or --leader-election-namespace) is not a valid namespace name: %s", ns, strings.Join(msgs, "; "))
-		}
+	if err := f.checkNamespaces(); err != nil {
+		return nil, err
 	}
 	if f.sandboxWorkers < 1 || f.tplWorkers < 1 || f.claimWorkers < 1 || f.poolWorkers < 1 {
 		return nil, errors.New("--sandbox-workers, --template-workers, --claim-workers and --warm-pool-workers must be at least 1")
 	}
-	var controllers []string
-	if f.controllers != "*" {
-		controllers = splitList(f.controllers)
-		if len(controllers) == 0 {
-			return nil, errors.New("--controllers: name at least one reconciler, or * for all")
-		}
-		for _, c := range controllers {
-			if !slices.Contains(controller.Controllers, c) {
-				return nil, fmt.Errorf("--controllers: unknown reconciler %q (known: %s)", c, strings.Join(controller.Controllers, ", "))
-			}
-		}
+	controllers, err := f.reconcilers()
+	if err != nil {
+		return nil, err
 	}
 	if f.noClaimTimingAnnotations && !f.upstreamAnnotations {
 		return nil, errors.New("--disable-claim-observability-annotations turns off part of --upstream-annotations, which is off: pass both, or neither")
@@ -286,7 +235,93 @@ func (f *flags) options() (*controller.Options, error) {
 	if err := f.webhook.validate(); err != nil {
 		return nil, err
 	}
+	cfg, err := f.loadRenderConfig()
+	if err != nil {
+		return nil, err
+	}
+	return &controller.Options{Render: cfg.Options(), SandboxWorkers: f.sandboxWorkers, TemplateWorkers: f.tplWorkers,
+		ClaimWorkers: f.claimWorkers, PoolWorkers: f.poolWorkers, Namespaces: splitList(f.namespaces), Controllers: controllers,
+		Upstream: render.UpstreamAnnotations{Enabled: f.upstreamAnnotations, ClaimTiming: !f.noClaimTimingAnnotations}}, nil
+}
 
+// checkConnections checks what the controller listens on and how hard it may press the API
+// server, so that a typo is a usage error at start-up, not a failure once the manager runs.
+func (f *flags) checkConnections() error {
+	for _, a := range []struct{ flag, value string }{
+		{"--metrics-bind-address", f.metricsAddr}, {"--health-probe-bind-address", f.probeAddr}, {"--pprof-bind-address", f.pprofAddr},
+	} {
+		if err := checkBindAddress(a.value); err != nil {
+			return fmt.Errorf("%s %q: %w", a.flag, a.value, err)
+		}
+	}
+	if !(f.qps > 0) || math.IsInf(f.qps, 1) || f.burst < 1 {
+		return errors.New("--kube-api-qps and --kube-api-burst must be positive numbers")
+	}
+	return nil
+}
+
+// checkLists refuses a list flag given but naming nothing (--namespaces=,), which would
+// otherwise silently mean the default.
+func (f *flags) checkLists() error {
+	lists := map[string]string{"--namespaces": f.namespaces, "--policy-packs": f.packs, "--allowed-label-domains": f.allowedLabelDomains}
+	for _, name := range slices.Sorted(maps.Keys(lists)) {
+		if v := lists[name]; strings.TrimSpace(v) != "" && len(splitList(v)) == 0 {
+			return fmt.Errorf("%s %q names nothing: leave the flag out for the default", name, v)
+		}
+	}
+	return nil
+}
+
+// checkNamespaces checks the namespaces the flags name, so that a bad name is a usage error at
+// start-up.
+func (f *flags) checkNamespaces() error {
+	for _, ns := range append(splitList(f.namespaces), f.leaderElectionNamespace) {
+		if ns == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			return fmt.Errorf("namespace %q (--namespaces or --leader-election-namespace) is not a valid namespace name: %s", ns, strings.Join(msgs, "; "))
+		}
+	}
+	return nil
+}
+
+// reconcilers are the reconcilers --controllers names; none for * (all).
+func (f *flags) reconcilers() ([]string, error) {
+	if f.controllers == "*" {
+		return nil, nil
+	}
+	controllers := splitList(f.controllers)
+	if len(controllers) == 0 {
+		return nil, errors.New("--controllers: name at least one reconciler, or * for all")
+	}
+	for _, c := range controllers {
+		if !slices.Contains(controller.Controllers, c) {
+			return nil, fmt.Errorf("--controllers: unknown reconciler %q (known: %s)", c, strings.Join(controller.Controllers, ", "))
+		}
+	}
+	return controllers, nil
+}
+
+// loadRenderConfig is the render configuration: --render-config (the KRM function's file; none:
+// the defaults) with the flags that override it, validated as a whole.
+func (f *flags) loadRenderConfig() (*renderconfig.SandboxRender, error) {
+	cfg, err := f.readRenderConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := f.overrideRenderConfig(cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// readRenderConfig reads and parses --render-config, refusing spec.now: that is a preview's
+// moment; the controller acts at the time it is, and would silently ignore it.
+func (f *flags) readRenderConfig() (*renderconfig.SandboxRender, error) {
 	var data []byte
 	if f.renderConfig != "" {
 		var err error
@@ -299,9 +334,14 @@ func (f *flags) options() (*controller.Options, error) {
 		return nil, fmt.Errorf("--render-config %s: %w", f.renderConfig, err)
 	}
 	if cfg.Spec.Now != nil {
-		// A preview's moment: the controller acts at the time it is, and would silently ignore it.
 		return nil, fmt.Errorf("--render-config %s: spec.now previews a moment in a render; the controller uses its clock, remove it", f.renderConfig)
 	}
+	return cfg, nil
+}
+
+// overrideRenderConfig applies the flags that override the file: the cluster domain and label
+// domains replace its values, the packs are turned on in addition to its own.
+func (f *flags) overrideRenderConfig(cfg *renderconfig.SandboxRender) error {
 	if f.clusterDomain != "" {
 		cfg.Spec.ClusterDomain = f.clusterDomain
 	}
@@ -315,15 +355,10 @@ func (f *flags) options() (*controller.Options, error) {
 		case "standalone-network-policy":
 			cfg.Spec.Policies.Packs.StandaloneNetworkPolicy = true
 		default:
-			return nil, fmt.Errorf("--policy-packs: unknown pack %q (known: restricted, standalone-network-policy; the runtime-class pack needs its list, set it in --render-config)", p)
+			return fmt.Errorf("--policy-packs: unknown pack %q (known: restricted, standalone-network-policy; the runtime-class pack needs its list, set it in --render-config)", p)
 		}
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return &controller.Options{Render: cfg.Options(), SandboxWorkers: f.sandboxWorkers, TemplateWorkers: f.tplWorkers,
-		ClaimWorkers: f.claimWorkers, PoolWorkers: f.poolWorkers, Namespaces: splitList(f.namespaces), Controllers: controllers,
-		Upstream: render.UpstreamAnnotations{Enabled: f.upstreamAnnotations, ClaimTiming: !f.noClaimTimingAnnotations}}, nil
+	return nil
 }
 
 func splitList(s string) []string {
@@ -355,12 +390,12 @@ func start(ctx context.Context, f *flags, opts *controller.Options) error {
 
 	restConfig, err := config.GetConfig()
 	if err != nil {
-		return &exitError{exitUsage, fmt.Errorf("no cluster to talk to: %v (set --kubeconfig or KUBECONFIG, or run in a cluster)", err)}
+		return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("no cluster to talk to: %v (set --kubeconfig or KUBECONFIG, or run in a cluster)", err)}
 	}
 	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
 	restConfig.UserAgent = "sandbox-gitops-controller"
 	if err := preflight(restConfig); err != nil {
-		return &exitError{exitFailure, err}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 	}
 	webhookServer, rotator, err := f.webhook.server(restConfig)
 	if err != nil {

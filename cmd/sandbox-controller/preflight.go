@@ -12,6 +12,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 )
 
 // installHint is how the CRDs get into a cluster.
@@ -54,5 +55,5 @@ func isConnectionError(err error) bool {
 // fail is a start-up failure: run prints it in one line a person can act on, with no stack
 // trace, and exits 1.
 func fail(what string, err error) error {
-	return &exitError{exitFailure, fmt.Errorf("%s: %w", what, err)}
+	return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%s: %w", what, err)}
 }

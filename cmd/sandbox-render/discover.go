@@ -10,7 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbox-gitops/sandbox-gitops/krm"
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 // discoverCommand is the Argo CD plugin's discovery: the cmp-server runs it in an application's
@@ -32,15 +33,15 @@ means the plugin builds the directory. It needs no shell, so it works in a distr
 				dir = args[0]
 			}
 			if info, err := os.Stat(dir); err != nil {
-				return usageErr("%v", err)
+				return cli.Usagef("%v", err)
 			} else if !info.IsDir() {
-				return usageErr("%s is not a directory", dir)
+				return cli.Usagef("%s is not a directory", dir)
 			}
 			var files []string
 			for _, pattern := range []string{"*.yaml", "*.yml"} {
 				m, err := filepath.Glob(filepath.Join(dir, pattern))
 				if err != nil {
-					return usageErr("%v", err)
+					return cli.Usagef("%v", err)
 				}
 				files = append(files, m...)
 			}
@@ -50,7 +51,7 @@ means the plugin builds the directory. It needs no shell, so it works in a distr
 				if err != nil {
 					continue // a directory named *.yaml, or unreadable: not a config
 				}
-				if bytes.Contains(b, []byte(krm.APIVersion)) && bytes.Contains(b, []byte("kind: "+krm.Kind)) {
+				if bytes.Contains(b, []byte(renderconfig.APIVersion)) && bytes.Contains(b, []byte("kind: "+renderconfig.Kind)) {
 					_, err := fmt.Fprintln(stdout, filepath.Base(f))
 					return err
 				}

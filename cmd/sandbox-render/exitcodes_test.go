@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 )
 
 // The classes of bad input the exit-code contract is pinned for, each as one file.
@@ -70,15 +72,15 @@ func TestExitCodeContract(t *testing.T) {
 		return map[string]int{render: code, validate: code, build: code, fn: code, migrate: code}
 	}
 	classes := map[string]class{
-		"syntax error":     {doc: syntaxDoc, want: all(exitFindings)},
-		"duplicate key":    {doc: duplicateDoc, want: all(exitFindings)},
-		"alias bomb":       {doc: aliasBombDoc, want: all(exitFindings)},
-		"too-deep nesting": {doc: tooDeepDoc, want: all(exitFindings)},
-		"bad encoding":     {doc: sandboxYAML, utf16: true, want: all(exitFindings)},
-		"render finding":   {doc: findingDoc, want: map[string]int{render: exitFindings, validate: exitFindings, build: exitFindings, fn: exitFindings}},
-		"migrate finding":  {doc: lossyClaimDoc, want: map[string]int{migrate: exitFindings}},
-		"bad flag":         {args: map[string][]string{render: {"--nope"}, validate: {"--nope"}, build: {"--nope"}, fn: {"--nope"}, migrate: {"--nope"}}, want: all(exitUsage)},
-		"missing file":     {args: map[string][]string{render: {"{dir}/absent.yaml"}, validate: {"{dir}/absent.yaml"}, build: {"{dir}/absent"}, migrate: {"{dir}/absent.yaml"}}, want: map[string]int{render: exitUsage, validate: exitUsage, build: exitUsage, migrate: exitUsage}},
+		"syntax error":     {doc: syntaxDoc, want: all(cli.ExitFailure)},
+		"duplicate key":    {doc: duplicateDoc, want: all(cli.ExitFailure)},
+		"alias bomb":       {doc: aliasBombDoc, want: all(cli.ExitFailure)},
+		"too-deep nesting": {doc: tooDeepDoc, want: all(cli.ExitFailure)},
+		"bad encoding":     {doc: sandboxYAML, utf16: true, want: all(cli.ExitFailure)},
+		"render finding":   {doc: findingDoc, want: map[string]int{render: cli.ExitFailure, validate: cli.ExitFailure, build: cli.ExitFailure, fn: cli.ExitFailure}},
+		"migrate finding":  {doc: lossyClaimDoc, want: map[string]int{migrate: cli.ExitFailure}},
+		"bad flag":         {args: map[string][]string{render: {"--nope"}, validate: {"--nope"}, build: {"--nope"}, fn: {"--nope"}, migrate: {"--nope"}}, want: all(cli.ExitUsage)},
+		"missing file":     {args: map[string][]string{render: {"{dir}/absent.yaml"}, validate: {"{dir}/absent.yaml"}, build: {"{dir}/absent"}, migrate: {"{dir}/absent.yaml"}}, want: map[string]int{render: cli.ExitUsage, validate: cli.ExitUsage, build: cli.ExitUsage, migrate: cli.ExitUsage}},
 		"invalid functionConfig": {
 			files: map[string]map[string]string{
 				render: {"render.yaml": badConfigDoc, "sandbox.yaml": sandboxYAML}, validate: {"render.yaml": badConfigDoc, "sandbox.yaml": sandboxYAML},
@@ -86,7 +88,7 @@ func TestExitCodeContract(t *testing.T) {
 			},
 			stdin: "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n" +
 				"  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec:\n    mdoe: expand\n",
-			want: map[string]int{render: exitUsage, validate: exitUsage, build: exitUsage, fn: exitUsage},
+			want: map[string]int{render: cli.ExitUsage, validate: cli.ExitUsage, build: cli.ExitUsage, fn: cli.ExitUsage},
 		},
 		"duplicate key in kustomization.yaml": {
 			files: map[string]map[string]string{
@@ -97,7 +99,7 @@ func TestExitCodeContract(t *testing.T) {
 			// render and validate read a kustomization only when it is named; a directory's is
 			// not an input (render --help).
 			args: map[string][]string{render: {"{dir}/kustomization.yaml"}, validate: {"{dir}/kustomization.yaml"}, build: {"{dir}"}, migrate: {"{dir}"}},
-			want: map[string]int{render: exitFindings, validate: exitFindings, build: exitFindings, migrate: exitFindings},
+			want: map[string]int{render: cli.ExitFailure, validate: cli.ExitFailure, build: cli.ExitFailure, migrate: cli.ExitFailure},
 		},
 	}
 	got, want := map[string]map[string]int{}, map[string]map[string]int{}
@@ -143,14 +145,14 @@ func TestExitCodeContract(t *testing.T) {
 			wrote := stdout.Len() > 0
 			// The function writes its list on 1, and on 2 when it ran (an invalid
 			// functionConfig), not on a usage error.
-			wantWritten := mode == fn && code != exitOK && name != "bad flag"
-			if code != exitOK && wrote != wantWritten {
+			wantWritten := mode == fn && code != cli.ExitOK && name != "bad flag"
+			if code != cli.ExitOK && wrote != wantWritten {
 				t.Errorf("%s, %s: exit %d, wrote %d bytes on standard output, want written %v:\n%s", name, mode, code, stdout.Len(), wantWritten, stdout.String())
 			}
 			if wantWritten && !strings.Contains(stdout.String(), "kind: ResourceList") || wantWritten && !strings.Contains(stdout.String(), "results:") {
 				t.Errorf("%s, %s: the function did not write the ResourceList with results:\n%s", name, mode, stdout.String())
 			}
-			if code != exitOK && stderr.Len() == 0 {
+			if code != cli.ExitOK && stderr.Len() == 0 {
 				t.Errorf("%s, %s: exit %d and nothing on standard error", name, mode, code)
 			}
 			if strings.Contains(stderr.String(), "please report") {
@@ -167,7 +169,7 @@ func TestExitCodeContract(t *testing.T) {
 // the function writes its ResourceList with the results.
 func TestFunctionHelpSaysWhatIsWritten(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"fn", "--help"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+	if code := run([]string{"fn", "--help"}, strings.NewReader(""), &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	help := stdout.String()

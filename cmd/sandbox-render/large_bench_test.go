@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkLargeCommand(b *testing.B) {
 		name    string
 		entries int
 		code    int // validated, or refused as too large to apply (a read error)
-	}{{"1MB", 520_000, exitOK}, {"10MB", 5_200_000, exitUsage}} {
+	}{{"1MB", 520_000, cli.ExitOK}, {"10MB", 5_200_000, cli.ExitUsage}} {
 		b.Run(size.name, func(b *testing.B) {
 			dir := b.TempDir()
 			in := filepath.Join(dir, "sandbox.yaml")

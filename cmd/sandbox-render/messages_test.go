@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
@@ -119,7 +120,7 @@ func TestFindingMessages(t *testing.T) {
 			// validate reports what render does.
 			for _, command := range []string{"render", "validate"} {
 				var stdout, stderr bytes.Buffer
-				if code := run([]string{command, dir}, strings.NewReader(""), &stdout, &stderr); code == exitOK {
+				if code := run([]string{command, dir}, strings.NewReader(""), &stdout, &stderr); code == cli.ExitOK {
 					t.Fatalf("%s: %s: exit 0", tc.reason, command)
 				}
 				if diff := cmp.Diff(want, stderr.String()); diff != "" {
@@ -145,8 +146,8 @@ func TestChildOfTwoParentsBuild(t *testing.T) {
 		"c.yaml":             sandbox("c", "a-b"),
 	})
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"build", dir}, strings.NewReader(""), &stdout, &stderr); code != exitFindings {
-		t.Fatalf("build exited %d, want %d; standard error:\n%s", code, exitFindings, stderr.String())
+	if code := run([]string{"build", dir}, strings.NewReader(""), &stdout, &stderr); code != cli.ExitFailure {
+		t.Fatalf("build exited %d, want %d; standard error:\n%s", code, cli.ExitFailure, stderr.String())
 	}
 	// kustomize's origins give the file; the document and line are found in it, as render gives them.
 	want := filepath.Join(dir, "c.yaml") + `: document 1 (line 1): error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
@@ -185,8 +186,8 @@ func TestFunctionFindingMessages(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := run([]string{"fn"}, strings.NewReader(tc.stdin), &stdout, &stderr); code != exitFindings {
-				t.Fatalf("%s: exit %d, want %d; standard error:\n%s", tc.reason, code, exitFindings, stderr.String())
+			if code := run([]string{"fn"}, strings.NewReader(tc.stdin), &stdout, &stderr); code != cli.ExitFailure {
+				t.Fatalf("%s: exit %d, want %d; standard error:\n%s", tc.reason, code, cli.ExitFailure, stderr.String())
 			}
 			if diff := cmp.Diff(tc.want, stderr.String()); diff != "" {
 				t.Errorf("%s\nstandard error (-want +got):\n%s", tc.reason, diff)

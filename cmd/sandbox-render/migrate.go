@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 )
 
@@ -69,7 +70,7 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 	for _, a := range args {
 		files, err := yamlFiles(a)
 		if err != nil {
-			return usageErr("%v", err)
+			return cli.Usagef("%v", err)
 		}
 		names = append(names, files...)
 	}
@@ -78,7 +79,7 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 	for _, name := range names {
 		data, err := os.ReadFile(name)
 		if err != nil {
-			return usageErr("reading %s: %v", name, err)
+			return cli.Usagef("reading %s: %v", name, err)
 		}
 		f, err := migrate.Parse(name, data)
 		if err != nil {
@@ -89,7 +90,7 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 	}
 	if len(problems) > 0 {
 		fmt.Fprintln(stderr, strings.Join(problems, "\n"))
-		return &exitError{exitFindings, fmt.Errorf("%d file(s) are not valid YAML; no file was changed", len(problems))}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d file(s) are not valid YAML; no file was changed", len(problems))}
 	}
 
 	// Claims are checked against the pools of every file given, wherever they are.
@@ -112,7 +113,7 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 	for _, f := range files {
 		out, res, err := f.Migrate(opts)
 		if err != nil {
-			return usageErr("%v", err)
+			return cli.Usagef("%v", err)
 		}
 		for _, m := range res.Messages(f.Name) {
 			fmt.Fprintln(stderr, m)
@@ -132,14 +133,14 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 		}
 	}
 	if failed {
-		return &exitError{exitFindings, fmt.Errorf("some objects cannot be converted without losing information; no file was changed")}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("some objects cannot be converted without losing information; no file was changed")}
 	}
 	if check {
 		for _, c := range changes {
 			fmt.Fprintln(stdout, c.name)
 		}
 		if len(changes) > 0 {
-			return &exitError{exitFindings, fmt.Errorf("%d of %d file(s) hold v1alpha1 objects; run sandbox-render migrate to rewrite them", len(changes), len(files))}
+			return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d of %d file(s) hold v1alpha1 objects; run sandbox-render migrate to rewrite them", len(changes), len(files))}
 		}
 		fmt.Fprintf(stderr, "%d file(s) checked: nothing to migrate\n", len(files))
 		return nil
@@ -150,7 +151,7 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 			for _, d := range changes[:i] {
 				done = append(done, d.name)
 			}
-			return usageErr("writing %s: %v (already migrated: %s)", c.name, err, strings.Join(done, ", "))
+			return cli.Usagef("writing %s: %v (already migrated: %s)", c.name, err, strings.Join(done, ", "))
 		}
 		fmt.Fprintf(stdout, "migrated %s (%d objects)\n", c.name, c.objects)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"os"
 	"path/filepath"
@@ -118,12 +119,12 @@ func TestMigrateCheckMigrateIdempotent(t *testing.T) {
 	dir, _ := v1alpha1Tree(t)
 	before := snapshotTree(t, dir)
 	code, renderedBefore, stderr := runCLI(t, "render", dir)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("render of the v1alpha1 tree: exit %d\n%s", code, stderr)
 	}
 
 	code, stdout, stderr := runCLI(t, "migrate", "--check", dir)
-	if code != exitFindings {
+	if code != cli.ExitFailure {
 		t.Fatalf("--check on a v1alpha1 tree: exit %d, want 1\n%s", code, stderr)
 	}
 	for _, f := range []string{"claims/agent.yml", "sandboxes/paused.yaml", "templates/python.yaml"} {
@@ -138,7 +139,7 @@ func TestMigrateCheckMigrateIdempotent(t *testing.T) {
 		t.Fatalf("--check changed files (-before +after):\n%s", diff)
 	}
 
-	if code, stdout, stderr = runCLI(t, "migrate", dir); code != exitOK {
+	if code, stdout, stderr = runCLI(t, "migrate", dir); code != cli.ExitOK {
 		t.Fatalf("migrate: exit %d\n%s", code, stderr)
 	}
 	if !strings.Contains(stdout, "migrated "+filepath.Join(dir, "templates/python.yaml")+" (2 objects)") {
@@ -158,10 +159,10 @@ func TestMigrateCheckMigrateIdempotent(t *testing.T) {
 		t.Errorf("the migrated file lost its permissions: %v %v", info.Mode(), err)
 	}
 
-	if code, _, stderr = runCLI(t, "migrate", "--check", dir); code != exitOK {
+	if code, _, stderr = runCLI(t, "migrate", "--check", dir); code != cli.ExitOK {
 		t.Errorf("--check after migrate: exit %d, want 0\n%s", code, stderr)
 	}
-	if code, _, stderr = runCLI(t, "migrate", dir); code != exitOK || !strings.Contains(stderr, "nothing to migrate") {
+	if code, _, stderr = runCLI(t, "migrate", dir); code != cli.ExitOK || !strings.Contains(stderr, "nothing to migrate") {
 		t.Errorf("second migrate: exit %d\n%s", code, stderr)
 	}
 	if diff := cmp.Diff(after, snapshotTree(t, dir)); diff != "" {
@@ -169,7 +170,7 @@ func TestMigrateCheckMigrateIdempotent(t *testing.T) {
 	}
 
 	code, renderedAfter, stderr := runCLI(t, "render", dir)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("render of the migrated tree: exit %d\n%s", code, stderr)
 	}
 	// The same objects; the bytes differ only in key order, because a v1beta1 source is passed
@@ -216,7 +217,7 @@ func TestMigrateWritesNothingOnError(t *testing.T) {
 			}
 			before := snapshotTree(t, dir)
 			code, stdout, stderr := runCLI(t, "migrate", dir)
-			if code != exitFindings {
+			if code != cli.ExitFailure {
 				t.Errorf("exit %d, want 1", code)
 			}
 			for _, w := range tc.wantStderr {
@@ -242,7 +243,7 @@ func TestMigrateKeepsSymlinks(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := runCLI(t, "migrate", link); code != exitOK {
+	if code, _, stderr := runCLI(t, "migrate", link); code != cli.ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -257,11 +258,11 @@ func TestMigrateKeepsSymlinks(t *testing.T) {
 // TestMigrateHelpExamplesRun runs the commands of migrate --help's examples on a v1alpha1 tree.
 func TestMigrateHelpExamplesRun(t *testing.T) {
 	code, help, _ := runCLI(t, "migrate", "--help")
-	if code != exitOK || !strings.Contains(help, "Examples:") || !strings.Contains(help, "Exit codes") {
+	if code != cli.ExitOK || !strings.Contains(help, "Examples:") || !strings.Contains(help, "Exit codes") {
 		t.Fatalf("migrate --help (exit %d):\n%s", code, help)
 	}
 	dir, _ := v1alpha1Tree(t)
-	wantCodes := []int{exitFindings, exitOK}
+	wantCodes := []int{cli.ExitFailure, cli.ExitOK}
 	ran := 0
 	for _, l := range strings.Split(migrateExample, "\n") {
 		l = strings.TrimSpace(l)
@@ -287,7 +288,7 @@ func TestMigrateUsage(t *testing.T) {
 		"missing":     {"migrate", filepath.Join(t.TempDir(), "absent.yaml")},
 		"empty dir":   {"migrate", t.TempDir()},
 	} {
-		if code, _, stderr := runCLI(t, args...); code != exitUsage {
+		if code, _, stderr := runCLI(t, args...); code != cli.ExitUsage {
 			t.Errorf("%s: exit %d, want 2\n%s", name, code, stderr)
 		}
 	}

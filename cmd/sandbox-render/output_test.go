@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
 )
@@ -91,8 +92,8 @@ func TestBuildNeverLosesAFile(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := runBuild(t, tc.args...)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitUsage, stderr)
+			if code != cli.ExitUsage {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, cli.ExitUsage, stderr)
 			}
 			if !strings.Contains(stderr, tc.wantStderr) {
 				t.Errorf("stderr lacks %q:\n%s", tc.wantStderr, stderr)
@@ -119,7 +120,7 @@ func TestBuildOutputFile(t *testing.T) {
 	overlay := filepath.Join(testenv.RepoRoot(), "overlays", "kind")
 	out := filepath.Join(t.TempDir(), "all.yaml")
 	for range 2 {
-		if code, _, stderr := runBuild(t, overlay, "-o", out); code != exitOK {
+		if code, _, stderr := runBuild(t, overlay, "-o", out); code != cli.ExitOK {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
 	}
@@ -144,7 +145,7 @@ func TestBuildOutputDir(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "deploy")
 	airgapped := filepath.Join(testenv.RepoRoot(), "overlays", "airgapped")
 	code, _, stderr := runBuild(t, airgapped, "--output-dir", out)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if !strings.Contains(stderr, "wrote ") {
@@ -170,7 +171,7 @@ func TestBuildOutputDir(t *testing.T) {
 	marker, _ := os.ReadFile(filepath.Join(out, kbuild.MarkerFile))
 	writeTree(t, out, map[string]string{kbuild.MarkerFile: string(marker) + stale + "\n"})
 	code, _, stderr = runBuild(t, airgapped, "--output-dir", out)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if !strings.Contains(stderr, "removed "+filepath.Join(out, stale)) {
@@ -185,7 +186,7 @@ func TestBuildOutputDir(t *testing.T) {
 		"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Written by sandbox-render build --output-dir; do not edit.\nresources:\n- v1_pod_old.yaml\n",
 		"v1_pod_old.yaml":    "kind: Pod\n",
 	})
-	if code, _, stderr := runBuild(t, airgapped, "--output-dir", legacy); code != exitOK {
+	if code, _, stderr := runBuild(t, airgapped, "--output-dir", legacy); code != cli.ExitOK {
 		t.Fatalf("a directory an earlier version wrote is refused: %s", stderr)
 	}
 	if _, err := os.Stat(filepath.Join(legacy, "v1_pod_old.yaml")); !os.IsNotExist(err) {
@@ -282,7 +283,7 @@ data: {a: upper}
 	writeTree(t, filepath.Join(root, "a"), map[string]string{"victim": "keep me\n", "b/.keep": ""})
 	out := filepath.Join(root, "a", "b", "out")
 	code, _, stderr := runBuild(t, tree, "--output-dir", out)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
@@ -308,7 +309,7 @@ data: {a: upper}
 	}
 	// kustomize builds the directory back into the same three objects.
 	code, stdout, stderr := runBuild(t, out)
-	if code != exitOK || strings.Count(stdout, "kind: ConfigMap") != 3 {
+	if code != cli.ExitOK || strings.Count(stdout, "kind: ConfigMap") != 3 {
 		t.Errorf("the written directory does not build back into three ConfigMaps (exit %d): %s\n%s", code, stderr, stdout)
 	}
 
@@ -322,8 +323,8 @@ data: {a: upper}
 			t.Fatal(err)
 		}
 		code, _, stderr := runBuild(t, tree, "--output-dir", out)
-		if code != exitUsage || !strings.Contains(stderr, "is a symbolic link") {
-			t.Errorf("exit %d, want %d naming the link: %s", code, exitUsage, stderr)
+		if code != cli.ExitUsage || !strings.Contains(stderr, "is a symbolic link") {
+			t.Errorf("exit %d, want %d naming the link: %s", code, cli.ExitUsage, stderr)
 		}
 		if b, _ := os.ReadFile(outside); string(b) != "keep me\n" {
 			t.Errorf("written through the link: %q", b)
@@ -338,7 +339,7 @@ data: {a: upper}
 		}
 		writeTree(t, out, map[string]string{kbuild.MarkerFile: string(marker) + "../victim\n../../victim\n/etc/hostname\n"})
 		code, _, stderr := runBuild(t, tree, "--output-dir", out)
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		if strings.Contains(stderr, "removed") {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 )
 
 // passThrough is an object the render does not own, written the way people write YAML: comments,
@@ -25,7 +27,7 @@ func TestPassThroughIsByteIdentical(t *testing.T) {
 	t.Run("render", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		in := passThrough + "---\n" + string(example)
-		if code := run([]string{"render", "-"}, strings.NewReader(in), &stdout, &stderr); code != exitOK {
+		if code := run([]string{"render", "-"}, strings.NewReader(in), &stdout, &stderr); code != cli.ExitOK {
 			t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 		}
 		if !strings.Contains(stdout.String(), passThrough) {
@@ -36,7 +38,7 @@ func TestPassThroughIsByteIdentical(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		item := "- " + strings.ReplaceAll(strings.TrimSuffix(passThrough, "\n"), "\n", "\n  ") + "\n"
 		in := "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + item
-		if code := run([]string{"fn"}, strings.NewReader(in), &stdout, &stderr); code != exitOK {
+		if code := run([]string{"fn"}, strings.NewReader(in), &stdout, &stderr); code != cli.ExitOK {
 			t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 		}
 		if !strings.Contains(stdout.String(), item) {
@@ -58,7 +60,7 @@ func TestDuplicateKeysRefusedInEveryMode(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			code := run(args, strings.NewReader(in), &stdout, &stderr)
-			if code == exitOK || !strings.Contains(stderr.String(), `mapping key "image" already defined at line`) {
+			if code == cli.ExitOK || !strings.Contains(stderr.String(), `mapping key "image" already defined at line`) {
 				t.Errorf("exit %d, stderr:\n%s\nwant a failure naming the key and line", code, stderr.String())
 			}
 		})

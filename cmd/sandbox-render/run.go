@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,38 +22,16 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
 //go:embed example.yaml
 var example []byte
-
-// Exit codes, documented in --help.
-const (
-	exitOK       = 0
-	exitFindings = 1
-	exitUsage    = 2
-)
-
-// exitError carries the exit code of a failed command.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func usageErr(format string, args ...any) error {
-	return &exitError{exitUsage, fmt.Errorf(format, args...)}
-}
 
 const exitCodesHelp = `
 
@@ -125,21 +104,21 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
 			}
-			return usageErr("%s\nRun 'sandbox-render --help' for usage.", msg)
+			return cli.Usagef("%s\nRun 'sandbox-render --help' for usage.", msg)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if terminal(stdin) {
-				return usageErr("no command given and standard input is a terminal; see sandbox-render --help")
+				return cli.Usagef("no command given and standard input is a terminal; see sandbox-render --help")
 			}
 			data, err := io.ReadAll(stdin)
 			if err != nil {
-				return usageErr("reading standard input: %v", err)
+				return cli.Usagef("reading standard input: %v", err)
 			}
 			if len(bytes.TrimSpace(data)) == 0 {
-				return usageErr("no command given and standard input is empty; see sandbox-render --help")
+				return cli.Usagef("no command given and standard input is empty; see sandbox-render --help")
 			}
 			if !bytes.Contains(data, []byte("ResourceList")) {
-				return usageErr("no command given and standard input is not a KRM ResourceList; see sandbox-render --help")
+				return cli.Usagef("no command given and standard input is not a KRM ResourceList; see sandbox-render --help")
 			}
 			return runFunction(data, stdout, stderr, "")
 		},
@@ -174,7 +153,7 @@ invalid.` + fnExitCodesHelp,
 		RunE: func(*cobra.Command, []string) error {
 			data, err := io.ReadAll(stdin)
 			if err != nil {
-				return usageErr("reading standard input: %v", err)
+				return cli.Usagef("reading standard input: %v", err)
 			}
 			return runFunction(data, stdout, stderr, resultsDir)
 		},
@@ -190,7 +169,7 @@ invalid.` + fnExitCodesHelp,
 // on the input are written there, for sandbox-render build to report, and not printed.
 func runFunction(data []byte, stdout, stderr io.Writer, resultsDir string) error {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return usageErr("standard input is empty; the function reads a ResourceList there")
+		return cli.Usagef("standard input is empty; the function reads a ResourceList there")
 	}
 	err := krm.Run(bytes.NewReader(data), stdout)
 	if err == nil {
@@ -200,7 +179,7 @@ func runFunction(data []byte, stdout, stderr io.Writer, resultsDir string) error
 	if errors.As(err, &results) {
 		if resultsDir != "" && results.ExitCode() != 0 && !configError(results) {
 			if err := kbuild.WriteResults(resultsDir, results); err == nil {
-				return &exitError{code: exitFindings} // reported by the build
+				return &cli.ExitError{Code: cli.ExitFailure} // reported by the build
 			}
 		}
 		fmt.Fprint(stderr, krm.Format(results))
@@ -210,15 +189,15 @@ func runFunction(data []byte, stdout, stderr io.Writer, resultsDir string) error
 		if configError(results) {
 			// The results are written for kustomize; the exit code follows the rule of every
 			// command: a configuration error is 2, not a problem of the input.
-			return usageErr("the functionConfig is invalid")
+			return cli.Usagef("the functionConfig is invalid")
 		}
 		if unfiled(results) {
-			return &exitError{exitFindings, errors.New("the input has problems; no item names its file " +
+			return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("the input has problems; no item names its file " +
 				"(kustomize names them with buildMetadata: [originAnnotations] in the kustomization)")}
 		}
-		return &exitError{exitFindings, errors.New("the input has problems")}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("the input has problems")}
 	}
-	return usageErr("%v", err)
+	return cli.Usagef("%v", err)
 }
 
 // unfiled tells whether an object's finding names no file. kustomize (v5.8.2) tells a function the
@@ -262,24 +241,24 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 
 // load parses the configuration: --config, else a SandboxRender object among the inputs, else
 // the defaults.
-func (f *inputFlags) load(in *inputs) (*krm.SandboxRender, error) {
+func (f *inputFlags) load(in *inputs) (*renderconfig.SandboxRender, error) {
 	data, from := in.config, in.configFrom
 	if f.config != "" {
 		var err error
 		if data, err = os.ReadFile(f.config); err != nil {
-			return nil, usageErr("reading --config: %v", err)
+			return nil, cli.Usagef("reading --config: %v", err)
 		}
 		from = f.config
 		in.configFrom = f.config
 	}
-	cfg, err := krm.ParseConfig(data)
+	cfg, err := renderconfig.Parse(data)
 	if err != nil {
-		return nil, usageErr("%s: %v", from, err)
+		return nil, cli.Usagef("%s: %v", from, err)
 	}
 	if f.now != "" {
 		t, err := time.Parse(time.RFC3339, f.now)
 		if err != nil {
-			return nil, usageErr("--now %q: not an RFC 3339 time such as 2026-06-01T12:00:00Z", f.now)
+			return nil, cli.Usagef("--now %q: not an RFC 3339 time such as 2026-06-01T12:00:00Z", f.now)
 		}
 		cfg.Spec.Now = &metav1.Time{Time: t}
 	}
@@ -294,7 +273,7 @@ func (f *inputFlags) load(in *inputs) (*krm.SandboxRender, error) {
 
 // expand reads the inputs, loads the options and renders; a render error is reported on stderr
 // and returned as the findings exit.
-func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*krm.SandboxRender, *inputs, []*unstructured.Unstructured, error) {
+func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*renderconfig.SandboxRender, *inputs, []*unstructured.Unstructured, error) {
 	in, err := readInputs(args, stdin, stderr)
 	if err != nil {
 		return nil, nil, nil, err
@@ -304,7 +283,7 @@ func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*
 		if in.kustomization != "" {
 			msg += fmt.Sprintf("; %s is a kustomization whose resources live elsewhere: sandbox-render build %s builds and renders it", in.kustomization, in.kustomization)
 		}
-		return nil, nil, nil, usageErr("%s", msg)
+		return nil, nil, nil, cli.Usagef("%s", msg)
 	}
 	cfg, err := f.load(in)
 	if err != nil {
@@ -363,8 +342,8 @@ standard error, and nothing is written unless the whole input renders.` + exitCo
 			if err != nil {
 				return err
 			}
-			if cfg.Spec.Mode == krm.ModeValidate {
-				return usageErr("the SandboxRender config (%s) says mode: validate, so nothing is rendered; use sandbox-render validate, or set mode: expand", in.configFrom)
+			if cfg.Spec.Mode == renderconfig.ModeValidate {
+				return cli.Usagef("the SandboxRender config (%s) says mode: validate, so nothing is rendered; use sandbox-render validate, or set mode: expand", in.configFrom)
 			}
 			if !*cfg.Spec.KeepSources {
 				kept := out[:0]
@@ -393,7 +372,7 @@ standard error, and nothing is written unless the whole input renders.` + exitCo
 			}
 			b, err := manifest.EncodeKeeping(out, in.text)
 			if err != nil {
-				return usageErr("%v", err)
+				return cli.Usagef("%v", err)
 			}
 			_, err = stdout.Write(b)
 			return err
@@ -467,20 +446,20 @@ tree, is refused, as is an existing --output file sandbox-render did not write.`
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if output != "" && outputDir != "" {
-				return usageErr("--output and --output-dir exclude each other")
+				return cli.Usagef("--output and --output-dir exclude each other")
 			}
 			self, err := os.Executable()
 			if err != nil {
-				return usageErr("locating this executable: %v", err)
+				return cli.Usagef("locating this executable: %v", err)
 			}
 			res, err := kbuild.Build(args[0], self, kbuild.Options{NoFastPath: slow})
 			if err != nil {
 				var fe *kbuild.FindingsError
 				if errors.As(err, &fe) {
 					fmt.Fprint(stderr, fe.Report)
-					return &exitError{exitFindings, errors.New("the input has problems; nothing was written")}
+					return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("the input has problems; nothing was written")}
 				}
-				return usageErr("building %s: %v", args[0], err)
+				return cli.Usagef("building %s: %v", args[0], err)
 			}
 			if res.FallbackReason != "" {
 				fmt.Fprintf(stderr, "sandbox-render: note: the render runs as kustomize runs it, which is slow on large trees: %s\n", res.FallbackReason)
@@ -488,15 +467,15 @@ tree, is refused, as is an existing --output file sandbox-render did not write.`
 			crs, configs := res.AgentSandboxObjects()
 			switch {
 			case configs > 0:
-				return usageErr("building %s: a SandboxRender config is among the output objects, so it was taken as a resource and nothing was rendered; list its file under transformers:, not resources:", args[0])
+				return cli.Usagef("building %s: a SandboxRender config is among the output objects, so it was taken as a resource and nothing was rendered; list its file under transformers:, not resources:", args[0])
 			case crs > 0 && !res.Rendered:
-				return usageErr("building %s: %d agent-sandbox objects but no SandboxRender transformer in the tree, so nothing was rendered; add a render.yaml (see sandbox-render --help) and list it last under transformers:", args[0], crs)
+				return cli.Usagef("building %s: %d agent-sandbox objects but no SandboxRender transformer in the tree, so nothing was rendered; add a render.yaml (see sandbox-render --help) and list it last under transformers:", args[0], crs)
 			}
 			switch {
 			case outputDir != "":
 				written, removed, err := kbuild.WriteDir(outputDir, res)
 				if err != nil {
-					return usageErr("writing %s: %v", outputDir, err)
+					return cli.Usagef("writing %s: %v", outputDir, err)
 				}
 				for _, r := range removed {
 					fmt.Fprintf(stderr, "removed %s\n", r)
@@ -505,14 +484,14 @@ tree, is refused, as is an existing --output file sandbox-render did not write.`
 				return nil
 			case output != "":
 				if err := kbuild.WriteFile(output, res); err != nil {
-					return usageErr("writing %s: %v", output, err)
+					return cli.Usagef("writing %s: %v", output, err)
 				}
 				fmt.Fprintf(stderr, "wrote %d objects to %s\n", len(res.Objects), output)
 				return nil
 			}
 			b, err := res.YAML()
 			if err != nil {
-				return usageErr("%v", err)
+				return cli.Usagef("%v", err)
 			}
 			_, err = stdout.Write(b)
 			return err
@@ -545,7 +524,7 @@ type inputs struct {
 func (in *inputs) findings(err error, stderr io.Writer) error {
 	results := krm.ResultsAt(err, in.objs, func(u *unstructured.Unstructured) (*framework.File, int) { return in.files[u], in.lines[u] })
 	fmt.Fprint(stderr, krm.Format(results))
-	return &exitError{exitFindings, fmt.Errorf("the input cannot be rendered: %d problem(s)", len(results))}
+	return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("the input cannot be rendered: %d problem(s)", len(results))}
 }
 
 // readInputs reads every named source. With none, standard input, or the bundled example when
@@ -559,18 +538,18 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 		if err != nil {
 			// YAML that cannot be read (syntax, duplicate keys, aliases, encoding) is a problem
 			// of the input, as the function reports it, not a usage error.
-			return &exitError{exitFindings, err}
+			return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 		}
 		for _, d := range docs {
 			o := d.Object
 			switch {
-			case o.GetKind() == krm.Kind && o.GetAPIVersion() == krm.APIVersion:
+			case o.GetKind() == renderconfig.Kind && o.GetAPIVersion() == renderconfig.APIVersion:
 				if in.config != nil {
-					return usageErr("%s: a second SandboxRender config (the first is in %s); keep one per tree", name, in.configFrom)
+					return cli.Usagef("%s: a second SandboxRender config (the first is in %s); keep one per tree", name, in.configFrom)
 				}
 				b, err := yaml.Marshal(o.Object)
 				if err != nil {
-					return usageErr("%s: %v", name, err)
+					return cli.Usagef("%s: %v", name, err)
 				}
 				in.config, in.configFrom = b, name
 				continue
@@ -595,7 +574,7 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 		args = []string{"-"}
 	}
 	for _, a := range args {
-		for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		for _, n := range kbuild.KustomizationFileNames {
 			if _, err := os.Stat(filepath.Join(a, n)); err == nil && a != "-" {
 				in.kustomization = a
 			}
@@ -605,7 +584,7 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 			err = nil
 		}
 		if err != nil {
-			return nil, usageErr("%v", err)
+			return nil, cli.Usagef("%v", err)
 		}
 		for _, f := range files {
 			var data []byte
@@ -619,7 +598,7 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 				data, err = os.ReadFile(f)
 			}
 			if err != nil {
-				return nil, usageErr("reading %s: %v", f, err)
+				return nil, cli.Usagef("reading %s: %v", f, err)
 			}
 			if err := add(f, data); err != nil {
 				return nil, err
@@ -672,11 +651,7 @@ func filesBelow(arg, what string, keep func(fs.DirEntry) bool) ([]string, error)
 
 // isKustomization tells a kustomization file by its name, as kustomize finds it.
 func isKustomization(name string) bool {
-	switch name {
-	case "kustomization.yaml", "kustomization.yml", "Kustomization":
-		return true
-	}
-	return false
+	return slices.Contains(kbuild.KustomizationFileNames, name)
 }
 
 // terminal reports whether r is a terminal (a person typing), not a pipe, a file or /dev/null
@@ -687,20 +662,5 @@ var terminal = func(r io.Reader) bool {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRoot(stdin, stdout, stderr)
-	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return exitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil { // nil: nothing to add (the findings went to sandbox-render build)
-			fmt.Fprintf(stderr, "sandbox-render: %v\n", ee.err)
-		}
-		return ee.code
-	}
-	// cobra's own errors: unknown commands and flags, wrong argument counts.
-	fmt.Fprintf(stderr, "sandbox-render: %v\n", err)
-	return exitUsage
+	return cli.Run(newRoot(stdin, stdout, stderr), args, stderr)
 }

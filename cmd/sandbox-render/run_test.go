@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
@@ -25,7 +26,7 @@ func atTerminal(t *testing.T) {
 func TestRunRendersTheBundledExampleAtATerminal(t *testing.T) {
 	atTerminal(t)
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"render"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+	if code := run([]string{"render"}, strings.NewReader(""), &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 	objs, err := manifest.Parse("stdout", stdout.Bytes())
@@ -158,59 +159,59 @@ func TestRunExitCodes(t *testing.T) {
 		wantStderr string
 		notStdout  string
 	}{
-		"help":                           {args: []string{"--help"}, wantCode: exitOK, wantStdout: "Exit codes"},
-		"render help":                    {args: []string{"render", "--help"}, wantCode: exitOK, wantStdout: "Exit codes"},
-		"version":                        {reason: "--version from the build info", args: []string{"--version"}, wantCode: exitOK, wantStdout: "sandbox-render "},
-		"unknown flag":                   {args: []string{"render", "--nope"}, wantCode: exitUsage, wantStderr: "unknown flag: --nope"},
-		"unknown command":                {reason: "a mistyped command gets a suggestion", args: []string{"rendr"}, wantCode: exitUsage, wantStderr: "Did you mean this?\n\trender"},
-		"no command, not a ResourceList": {args: nil, stdin: strings.NewReader("kind: Sandbox\n"), wantCode: exitUsage, wantStderr: "not a KRM ResourceList"},
+		"help":                           {args: []string{"--help"}, wantCode: cli.ExitOK, wantStdout: "Exit codes"},
+		"render help":                    {args: []string{"render", "--help"}, wantCode: cli.ExitOK, wantStdout: "Exit codes"},
+		"version":                        {reason: "--version from the build info", args: []string{"--version"}, wantCode: cli.ExitOK, wantStdout: "sandbox-render "},
+		"unknown flag":                   {args: []string{"render", "--nope"}, wantCode: cli.ExitUsage, wantStderr: "unknown flag: --nope"},
+		"unknown command":                {reason: "a mistyped command gets a suggestion", args: []string{"rendr"}, wantCode: cli.ExitUsage, wantStderr: "Did you mean this?\n\trender"},
+		"no command, not a ResourceList": {args: nil, stdin: strings.NewReader("kind: Sandbox\n"), wantCode: cli.ExitUsage, wantStderr: "not a KRM ResourceList"},
 		"no command, /dev/null": {reason: "/dev/null is a character device but no terminal",
-			args: nil, stdin: devNull, wantCode: exitUsage, wantStderr: "standard input is empty"},
+			args: nil, stdin: devNull, wantCode: cli.ExitUsage, wantStderr: "standard input is empty"},
 		"fn, bad config": {reason: "a configuration error is 2 in the function too",
 			args: []string{"fn"}, stdin: strings.NewReader("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec:\n    mdoe: expand\n"),
-			wantCode: exitUsage, wantStderr: "mdoe", wantStdout: "results:"},
+			wantCode: cli.ExitUsage, wantStderr: "mdoe", wantStdout: "results:"},
 		"fn, findings": {args: []string{"fn"}, stdin: strings.NewReader("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: agents.x-k8s.io/v1beta1\n  kind: Sandbox\n  metadata:\n    name: x\n  spec: {}\n"),
-			wantCode: exitFindings, wantStderr: "spec.podTemplate: Required value", wantStdout: "results:"},
-		"fn, empty input":  {args: []string{"fn"}, stdin: strings.NewReader(""), wantCode: exitUsage, wantStderr: "ResourceList"},
-		"missing file":     {args: []string{"render", filepath.Join(dir, "absent.yaml")}, wantCode: exitUsage, wantStderr: "no such file"},
-		"invalid object":   {args: []string{"render", bad}, wantCode: exitFindings, wantStderr: bad + ": document 1 (line 1): error: Sandbox x: spec.podTemplate: Required value"},
-		"validate invalid": {args: []string{"validate", bad}, wantCode: exitFindings, wantStderr: "spec.podTemplate: Required value"},
-		"validate clean":   {args: []string{"validate", "-"}, stdin: bytes.NewReader(example), wantCode: exitOK, wantStderr: "1 objects checked: no problems"},
-		"empty directory":  {args: []string{"render", t.TempDir()}, wantCode: exitUsage, wantStderr: "no *.yaml"},
-		"stdin":            {args: []string{"render", "-"}, stdin: bytes.NewReader(example), wantCode: exitOK, wantStdout: "kind: Pod"},
-		"piped stdin":      {reason: "piped standard input is read, not the bundled example", args: []string{"render"}, stdin: strings.NewReader(sandboxYAML), wantCode: exitOK, wantStdout: "name: piped", notStdout: "python-sandbox"},
-		"empty stdin":      {args: []string{"render"}, stdin: devNull, wantCode: exitUsage, wantStderr: "standard input: it is empty"},
-		"bad config":       {args: []string{"render", "--config", bad, "-"}, stdin: bytes.NewReader(example), wantCode: exitUsage, wantStderr: "functionConfig"},
-		"validate DIR":     {reason: "validate honours the directory's SandboxRender config", args: []string{"validate", filepath.Join(dir, "restricted")}, wantCode: exitFindings, wantStderr: "restricted policy pack"},
-		"render DIR": {reason: "render honours the config and emits its copy for the cluster, without the function's annotation", args: []string{"render", filepath.Join(dir, "plain")}, wantCode: exitOK,
+			wantCode: cli.ExitFailure, wantStderr: "spec.podTemplate: Required value", wantStdout: "results:"},
+		"fn, empty input":  {args: []string{"fn"}, stdin: strings.NewReader(""), wantCode: cli.ExitUsage, wantStderr: "ResourceList"},
+		"missing file":     {args: []string{"render", filepath.Join(dir, "absent.yaml")}, wantCode: cli.ExitUsage, wantStderr: "no such file"},
+		"invalid object":   {args: []string{"render", bad}, wantCode: cli.ExitFailure, wantStderr: bad + ": document 1 (line 1): error: Sandbox x: spec.podTemplate: Required value"},
+		"validate invalid": {args: []string{"validate", bad}, wantCode: cli.ExitFailure, wantStderr: "spec.podTemplate: Required value"},
+		"validate clean":   {args: []string{"validate", "-"}, stdin: bytes.NewReader(example), wantCode: cli.ExitOK, wantStderr: "1 objects checked: no problems"},
+		"empty directory":  {args: []string{"render", t.TempDir()}, wantCode: cli.ExitUsage, wantStderr: "no *.yaml"},
+		"stdin":            {args: []string{"render", "-"}, stdin: bytes.NewReader(example), wantCode: cli.ExitOK, wantStdout: "kind: Pod"},
+		"piped stdin":      {reason: "piped standard input is read, not the bundled example", args: []string{"render"}, stdin: strings.NewReader(sandboxYAML), wantCode: cli.ExitOK, wantStdout: "name: piped", notStdout: "python-sandbox"},
+		"empty stdin":      {args: []string{"render"}, stdin: devNull, wantCode: cli.ExitUsage, wantStderr: "standard input: it is empty"},
+		"bad config":       {args: []string{"render", "--config", bad, "-"}, stdin: bytes.NewReader(example), wantCode: cli.ExitUsage, wantStderr: "functionConfig"},
+		"validate DIR":     {reason: "validate honours the directory's SandboxRender config", args: []string{"validate", filepath.Join(dir, "restricted")}, wantCode: cli.ExitFailure, wantStderr: "restricted policy pack"},
+		"render DIR": {reason: "render honours the config and emits its copy for the cluster, without the function's annotation", args: []string{"render", filepath.Join(dir, "plain")}, wantCode: cli.ExitOK,
 			wantStdout: "kind: SandboxRender\nmetadata:\n  name: render\n  namespace: ns\nspec:\n  policies:\n    packs:\n      restricted: true\n", notStdout: "config.kubernetes.io/function"},
-		"render DIR config": {args: []string{"render", filepath.Join(dir, "plain")}, wantCode: exitOK, wantStdout: "kind: Pod", notStdout: "kind: Kustomization"},
+		"render DIR config": {args: []string{"render", filepath.Join(dir, "plain")}, wantCode: cli.ExitOK, wantStdout: "kind: Pod", notStdout: "kind: Kustomization"},
 		"validate a kustomization of bases": {reason: "0 objects checked is not success: the hint names build",
-			args: []string{"validate", overlay}, wantCode: exitUsage, wantStderr: "sandbox-render build " + overlay},
-		"render nothing": {args: []string{"render", filepath.Join(dir, "onlyconfig")}, wantCode: exitUsage, wantStderr: "no objects in the input"},
+			args: []string{"validate", overlay}, wantCode: cli.ExitUsage, wantStderr: "sandbox-render build " + overlay},
+		"render nothing": {args: []string{"render", filepath.Join(dir, "onlyconfig")}, wantCode: cli.ExitUsage, wantStderr: "no objects in the input"},
 		"render validate mode": {reason: "custom resources and nothing rendered is an error with a hint",
-			args: []string{"render", filepath.Join(dir, "validatemode")}, wantCode: exitUsage, wantStderr: "use sandbox-render validate"},
-		"render bad config": {args: []string{"render", filepath.Join(dir, "badconfig")}, wantCode: exitUsage, wantStderr: "restrictd"},
-		"now, bad value":    {reason: "--now takes RFC 3339", args: []string{"render", "--now", "yesterday", "-"}, stdin: bytes.NewReader(example), wantCode: exitUsage, wantStderr: `--now "yesterday": not an RFC 3339 time`},
+			args: []string{"render", filepath.Join(dir, "validatemode")}, wantCode: cli.ExitUsage, wantStderr: "use sandbox-render validate"},
+		"render bad config": {args: []string{"render", filepath.Join(dir, "badconfig")}, wantCode: cli.ExitUsage, wantStderr: "restrictd"},
+		"now, bad value":    {reason: "--now takes RFC 3339", args: []string{"render", "--now", "yesterday", "-"}, stdin: bytes.NewReader(example), wantCode: cli.ExitUsage, wantStderr: `--now "yesterday": not an RFC 3339 time`},
 		"now, expired": {reason: "a preview past a shutdownTime warns on the field and leaves out the Pod",
 			args: []string{"render", "--now", "2031-01-01T00:00:00Z", "-"}, stdin: strings.NewReader(strings.Replace(sandboxYAML, "spec:\n", "spec:\n  shutdownTime: \"2030-01-01T00:00:00Z\"\n", 1)),
-			wantCode: exitOK, wantStderr: "warning: Sandbox ns/piped: spec.shutdownTime: 2030-01-01T00:00:00Z has passed at the preview's time 2031-01-01T00:00:00Z", notStdout: "kind: Pod"},
-		"build":             {args: []string{"build", overlay}, wantCode: exitOK, wantStdout: "kind: Pod"},
-		"build missing dir": {reason: "a missing directory is an I/O error", args: []string{"build", filepath.Join(dir, "nowhere")}, wantCode: exitUsage, wantStderr: "nowhere"},
+			wantCode: cli.ExitOK, wantStderr: "warning: Sandbox ns/piped: spec.shutdownTime: 2030-01-01T00:00:00Z has passed at the preview's time 2031-01-01T00:00:00Z", notStdout: "kind: Pod"},
+		"build":             {args: []string{"build", overlay}, wantCode: cli.ExitOK, wantStdout: "kind: Pod"},
+		"build missing dir": {reason: "a missing directory is an I/O error", args: []string{"build", filepath.Join(dir, "nowhere")}, wantCode: cli.ExitUsage, wantStderr: "nowhere"},
 		"build broken YAML": {reason: "YAML that cannot be read is a problem of the input (it was 2, kustomize's error)",
-			args: []string{"build", filepath.Join(dir, "broken")}, wantCode: exitFindings, wantStderr: filepath.Join(dir, "broken", "kustomization.yaml") + ": document 1, line 1: YAML syntax"},
-		"build bad config": {args: []string{"build", filepath.Join(dir, "badconfig")}, wantCode: exitUsage, wantStderr: "restrictd"},
+			args: []string{"build", filepath.Join(dir, "broken")}, wantCode: cli.ExitFailure, wantStderr: filepath.Join(dir, "broken", "kustomization.yaml") + ": document 1, line 1: YAML syntax"},
+		"build bad config": {args: []string{"build", filepath.Join(dir, "badconfig")}, wantCode: cli.ExitUsage, wantStderr: "restrictd"},
 		"build findings": {reason: "a finding names the file without originAnnotations, with no kustomize noise",
-			args: []string{"build", filepath.Join(dir, "findings")}, wantCode: exitFindings,
+			args: []string{"build", filepath.Join(dir, "findings")}, wantCode: cli.ExitFailure,
 			wantStderr: filepath.Join(dir, "findings", "claim.yaml") + ": document 1 (line 1): error: SandboxClaim team-a/my-claim: spec.env: Forbidden"},
-		"build restricted": {args: []string{"build", filepath.Join(dir, "restricted")}, wantCode: exitFindings, wantStderr: "sandbox.yaml: document 1 (line 1): error: Sandbox ns/root: spec.podTemplate.spec.containers[0].securityContext.privileged"},
+		"build restricted": {args: []string{"build", filepath.Join(dir, "restricted")}, wantCode: cli.ExitFailure, wantStderr: "sandbox.yaml: document 1 (line 1): error: Sandbox ns/root: spec.podTemplate.spec.containers[0].securityContext.privileged"},
 		"build without render": {reason: "custom resources and nothing rendered is an error with a hint",
-			args: []string{"build", filepath.Join(dir, "norender")}, wantCode: exitUsage, wantStderr: "no SandboxRender transformer"},
-		"build config as resource": {args: []string{"build", filepath.Join(dir, "asresource")}, wantCode: exitUsage, wantStderr: "under transformers:, not resources:"},
-		"build both outputs":       {args: []string{"build", overlay, "-o", filepath.Join(dir, "a.yaml"), "--output-dir", filepath.Join(dir, "d")}, wantCode: exitUsage, wantStderr: "exclude each other"},
-		"discover":                 {args: []string{"discover", overlay}, wantCode: exitOK, wantStdout: "render.yaml\n"},
-		"discover nothing":         {args: []string{"discover", filepath.Join(testenv.RepoRoot(), "bases", "python-runtime")}, wantCode: exitOK},
-		"discover missing":         {args: []string{"discover", filepath.Join(dir, "nowhere")}, wantCode: exitUsage, wantStderr: "nowhere"},
+			args: []string{"build", filepath.Join(dir, "norender")}, wantCode: cli.ExitUsage, wantStderr: "no SandboxRender transformer"},
+		"build config as resource": {args: []string{"build", filepath.Join(dir, "asresource")}, wantCode: cli.ExitUsage, wantStderr: "under transformers:, not resources:"},
+		"build both outputs":       {args: []string{"build", overlay, "-o", filepath.Join(dir, "a.yaml"), "--output-dir", filepath.Join(dir, "d")}, wantCode: cli.ExitUsage, wantStderr: "exclude each other"},
+		"discover":                 {args: []string{"discover", overlay}, wantCode: cli.ExitOK, wantStdout: "render.yaml\n"},
+		"discover nothing":         {args: []string{"discover", filepath.Join(testenv.RepoRoot(), "bases", "python-runtime")}, wantCode: cli.ExitOK},
+		"discover missing":         {args: []string{"discover", filepath.Join(dir, "nowhere")}, wantCode: cli.ExitUsage, wantStderr: "nowhere"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -232,7 +233,7 @@ func TestRunExitCodes(t *testing.T) {
 			if tc.notStdout != "" && strings.Contains(stdout.String(), tc.notStdout) {
 				t.Errorf("%s: stdout contains %q:\n%s", tc.reason, tc.notStdout, stdout.String())
 			}
-			if tc.wantCode != exitOK && stdout.Len() > 0 && (len(tc.args) == 0 || tc.args[0] != "fn") {
+			if tc.wantCode != cli.ExitOK && stdout.Len() > 0 && (len(tc.args) == 0 || tc.args[0] != "fn") {
 				t.Errorf("wrote output despite failing:\n%s", stdout.String())
 			}
 			if strings.Contains(stderr.String(), "couldn't execute function") {

@@ -22,17 +22,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
 	"github.com/sandbox-gitops/sandbox-gitops/router"
 	"github.com/sandbox-gitops/sandbox-gitops/router/authz"
 	"github.com/sandbox-gitops/sandbox-gitops/router/resolve"
-)
-
-// Exit codes, documented in --help.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
 )
 
 const exitCodesHelp = `
@@ -89,31 +83,8 @@ type config struct {
 	logLevel              string
 }
 
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-
-func usageErr(format string, args ...any) error {
-	return &exitError{exitUsage, fmt.Errorf(format, args...)}
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := newCommand(ctx, stdout, stderr)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	if err == nil {
-		return exitOK
-	}
-	fmt.Fprintf(stderr, "sandbox-router: %v\n", err)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	// cobra's own errors (unknown flag, bad value) are usage errors.
-	return exitUsage
+	return cli.Run(newCommand(ctx, stdout, stderr), args, stderr)
 }
 
 func newCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
@@ -165,14 +136,14 @@ func (c *config) validate() error {
 	switch c.authz {
 	case "none", "kubernetes":
 	default:
-		return usageErr(`--authz: Unsupported value: %q: supported values: "none", "kubernetes"`, c.authz)
+		return cli.Usagef(`--authz: Unsupported value: %q: supported values: "none", "kubernetes"`, c.authz)
 	}
 	if c.authz == "none" && len(c.audiences) > 0 {
-		return usageErr("--authz-audiences: Forbidden: only meaningful with --authz kubernetes")
+		return cli.Usagef("--authz-audiences: Forbidden: only meaningful with --authz kubernetes")
 	}
 	for _, ns := range c.namespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return usageErr("--namespaces: Invalid value: %q: %s", ns, errs[0])
+			return cli.Usagef("--namespaces: Invalid value: %q: %s", ns, errs[0])
 		}
 	}
 	for name, d := range map[string]time.Duration{"--authz-cache-ttl": c.authzTTL, "--proxy-timeout": c.proxyTimeout,
@@ -180,20 +151,20 @@ func (c *config) validate() error {
 		"--response-header-timeout": c.upstream.ResponseHeaderTimeout, "--idle-conn-timeout": c.upstream.IdleConnTimeout,
 		"--cache-sync-timeout": c.syncTimeout, "--shutdown-timeout": c.shutdownTimeout, "--shutdown-delay": c.shutdownDelay} {
 		if d < 0 {
-			return usageErr("%s: Invalid value: %s: must not be negative", name, d)
+			return cli.Usagef("%s: Invalid value: %s: must not be negative", name, d)
 		}
 	}
 	if c.authzTTL == 0 || c.upstream.DialTimeout == 0 || c.syncTimeout == 0 {
-		return usageErr("--authz-cache-ttl, --dial-timeout and --cache-sync-timeout must be positive")
+		return cli.Usagef("--authz-cache-ttl, --dial-timeout and --cache-sync-timeout must be positive")
 	}
 	if c.upstream.DialRetries < 0 || c.upstream.MaxIdleConnsPerHost < 1 || c.upstream.MaxConnsPerHost < 0 {
-		return usageErr("--dial-retries and --max-conns-per-pod must not be negative, --max-idle-conns-per-pod must be at least 1")
+		return cli.Usagef("--dial-retries and --max-conns-per-pod must not be negative, --max-idle-conns-per-pod must be at least 1")
 	}
 	if c.upstream.DialRetries == 0 {
 		c.upstream.DialRetries = -1 // UpstreamOptions: negative disables, zero means the default
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.logLevel) {
-		return usageErr(`--log-level: Unsupported value: %q: supported values: "debug", "info", "warn", "error"`, c.logLevel)
+		return cli.Usagef(`--log-level: Unsupported value: %q: supported values: "debug", "info", "warn", "error"`, c.logLevel)
 	}
 	return nil
 }
@@ -222,11 +193,11 @@ func serve(ctx context.Context, c config, stderr io.Writer) error {
 
 	cfg, err := restConfig(c.kubeconfig)
 	if err != nil {
-		return &exitError{exitFailure, err}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 	}
 	cache, err := resolve.NewCache(cfg, c.namespaces)
 	if err != nil {
-		return &exitError{exitFailure, err}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -240,7 +211,7 @@ func serve(ctx context.Context, c config, stderr io.Writer) error {
 	if c.authz == "kubernetes" {
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			return &exitError{exitFailure, err}
+			return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 		}
 		opts.Authorizer = authz.New(cs, authz.Options{Audiences: c.audiences, TTL: c.authzTTL})
 	}
@@ -258,7 +229,7 @@ func serve(ctx context.Context, c config, stderr io.Writer) error {
 	for _, s := range servers {
 		ln, err := net.Listen("tcp", s.Addr)
 		if err != nil {
-			return &exitError{exitFailure, fmt.Errorf("listening on %s: %w", s.Addr, err)}
+			return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("listening on %s: %w", s.Addr, err)}
 		}
 		log.Info("listening", "addr", ln.Addr().String())
 		go func() {
@@ -293,5 +264,5 @@ func serve(ctx context.Context, c config, stderr io.Writer) error {
 	if errors.Is(cause, context.Canceled) {
 		return nil // a signal: a clean stop
 	}
-	return &exitError{exitFailure, cause}
+	return &cli.ExitError{Code: cli.ExitFailure, Err: cause}
 }

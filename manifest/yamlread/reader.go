@@ -339,7 +339,7 @@ func NodeObject(n *kyaml.Node) (*unstructured.Unstructured, error) {
 		n = n.Content[0]
 	}
 	if n.Kind != kyaml.MappingNode {
-		return nil, fmt.Errorf("line %d: an object must be a mapping with apiVersion and kind, not %s", n.Line, describeNode(n))
+		return nil, fmt.Errorf("line %d: an object must be a mapping with apiVersion and kind, not %s", n.Line, DescribeNode(n))
 	}
 	v, err := NodeValue(n)
 	if err != nil {
@@ -465,7 +465,7 @@ func (c *converter) mapping(n *kyaml.Node) (any, error) {
 			k = k.Alias
 		}
 		if k.Kind != kyaml.ScalarNode {
-			return nil, fmt.Errorf("line %d: a mapping key must be a plain value, not %s", k.Line, describeNode(k))
+			return nil, fmt.Errorf("line %d: a mapping key must be a plain value, not %s", k.Line, DescribeNode(k))
 		}
 		if k.ShortTag() == "!!merge" {
 			merges = append(merges, v)
@@ -544,7 +544,10 @@ func scalar(n *kyaml.Node) (any, error) {
 	}
 }
 
-func describeNode(n *kyaml.Node) string {
+// DescribeNode says what a node is, for a message naming what was found where something else was
+// wanted: "a list", "a mapping", "an alias", "empty" for null, else the value, quoted and cut as
+// quote.Value cuts it.
+func DescribeNode(n *kyaml.Node) string {
 	switch n.Kind {
 	case kyaml.SequenceNode:
 		return "a list"
