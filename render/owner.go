@@ -49,7 +49,7 @@ func groupKindOf(ref *metav1.OwnerReference) (group, kind string) {
 // extensionPodLabels are the labels upstream copies from a Sandbox's own metadata to its Pod, and
 // only when a SandboxClaim or SandboxWarmPool controls the Sandbox: the template-ref hash (which
 // the template's NetworkPolicy selects on) and, for pool members, the warm-pool hash.
-func extensionPodLabels(sb *agentsv1beta1.Sandbox, ctrl controller) map[string]string {
+func extensionPodLabels(sb *agentsv1beta1.Sandbox, ctrl sandboxMaker) map[string]string {
 	if !ctrl.isExtension() {
 		return nil
 	}

@@ -187,7 +187,7 @@ func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.S
 	}
 	for _, name := range names {
 		sb := PoolSandbox(p, t, name, hashes, r.opts)
-		r.emitMade(sb, extv1beta1.SandboxWarmPoolKind, p, controller{extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind})
+		r.emitMade(sb, extv1beta1.SandboxWarmPoolKind, p, sandboxMaker{extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind})
 	}
 }
 
@@ -204,14 +204,14 @@ func (r *renderer) claim(c *extv1beta1.SandboxClaim, in *Input) {
 		r.invalid(extv1beta1.SandboxClaimKind, c, cerr.FieldError())
 		return
 	}
-	r.emitMade(sb, extv1beta1.SandboxClaimKind, c, controller{extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind})
+	r.emitMade(sb, extv1beta1.SandboxClaimKind, c, sandboxMaker{extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind})
 }
 
 // emitMade emits a Sandbox rendered from a claim or pool (kind, obj), and its children. A
 // Sandbox another claim or pool renders already is a finding on the later one's name: the
 // message said "rendered twice: from SandboxClaim alice and from SandboxClaim alice" and named
 // no file, document or field.
-func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, kind string, obj metav1.Object, ctrl controller) {
+func (r *renderer) emitMade(sb *agentsv1beta1.Sandbox, kind string, obj metav1.Object, ctrl sandboxMaker) {
 	parent := describe(kind, obj.GetNamespace(), obj.GetName())
 	src := sourceOf(kind, obj)
 	child := Child{Object: sb, Parent: parent, Source: src,
@@ -251,13 +251,13 @@ func (r *renderer) handWritten(sb *agentsv1beta1.Sandbox) {
 		}
 		return
 	}
-	r.children(sb, controllerOf(sb), nil)
+	r.children(sb, makerOf(sb), nil)
 }
 
 // children emits a Sandbox's children with their source: for a Sandbox made from a claim or pool,
 // made (that claim's or pool's metadata.name); for a hand-written one (made nil), the Sandbox's
 // own field that names each child.
-func (r *renderer) children(sb *agentsv1beta1.Sandbox, ctrl controller, made *Source) {
+func (r *renderer) children(sb *agentsv1beta1.Sandbox, ctrl sandboxMaker, made *Source) {
 	c, err := renderSandbox(sb, ctrl, r.opts)
 	if err != nil {
 		r.errs = append(r.errs, err)

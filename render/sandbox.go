@@ -71,26 +71,27 @@ func (c *SandboxChildren) Objects() []Object {
 // render). The policy packs apply to its Pod. Invalid input returns an *InvalidError and no
 // children.
 func Sandbox(sb *agentsv1beta1.Sandbox, opts Options) (*SandboxChildren, error) {
-	return renderSandbox(sb, controllerOf(sb), opts)
+	return renderSandbox(sb, makerOf(sb), opts)
 }
 
-// controller is the kind of object that controls a Sandbox. It decides which extension labels
-// reach the Pod. A controller render reads it from the owner reference; a GitOps render, which
-// has no UIDs and so no owner references, knows it because it made the Sandbox itself.
-type controller struct{ group, kind string }
+// sandboxMaker is the kind of object that made, and controls, a Sandbox: a claim, a warm pool,
+// or nobody. It decides which extension labels reach the Pod. A controller's render reads it from
+// the owner reference; a GitOps render, which has no UIDs and so no owner references, knows it
+// because it made the Sandbox itself.
+type sandboxMaker struct{ group, kind string }
 
-func controllerOf(sb *agentsv1beta1.Sandbox) controller {
+func makerOf(sb *agentsv1beta1.Sandbox) sandboxMaker {
 	ref := metav1.GetControllerOfNoCopy(sb)
 	if ref == nil {
-		return controller{}
+		return sandboxMaker{}
 	}
 	group, kind := groupKindOf(ref)
-	return controller{group, kind}
+	return sandboxMaker{group, kind}
 }
 
-func (c controller) isExtension() bool { return c.group == extv1beta1.GroupVersion.Group }
+func (c sandboxMaker) isExtension() bool { return c.group == extv1beta1.GroupVersion.Group }
 
-func renderSandbox(sb *agentsv1beta1.Sandbox, ctrl controller, opts Options) (*SandboxChildren, error) {
+func renderSandbox(sb *agentsv1beta1.Sandbox, ctrl sandboxMaker, opts Options) (*SandboxChildren, error) {
 	invalid := func(errs field.ErrorList) error {
 		return &InvalidError{Kind: agentsv1beta1.SandboxKind, Namespace: sb.Namespace, Name: sb.Name, Errs: errs}
 	}
@@ -174,7 +175,7 @@ func PVCName(template, sandbox string) string {
 	return template + "-" + sandbox
 }
 
-func sandboxPod(sb *agentsv1beta1.Sandbox, spec *corev1.PodSpec, ctrl controller, hash string) *corev1.Pod {
+func sandboxPod(sb *agentsv1beta1.Sandbox, spec *corev1.PodSpec, ctrl sandboxMaker, hash string) *corev1.Pod {
 	labels, annotations := podMetadata(sb, ctrl)
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -196,10 +197,10 @@ func sandboxPod(sb *agentsv1beta1.Sandbox, spec *corev1.PodSpec, ctrl controller
 // template annotations, and the two bookkeeping annotations that list which keys came from the
 // template (so a later sync can delete the ones the template dropped).
 func PodMetadata(sb *agentsv1beta1.Sandbox) (labels, annotations map[string]string) {
-	return podMetadata(sb, controllerOf(sb))
+	return podMetadata(sb, makerOf(sb))
 }
 
-func podMetadata(sb *agentsv1beta1.Sandbox, ctrl controller) (labels, annotations map[string]string) {
+func podMetadata(sb *agentsv1beta1.Sandbox, ctrl sandboxMaker) (labels, annotations map[string]string) {
 	labels = map[string]string{}
 	annotations = map[string]string{}
 	var propagatedLabels, propagatedAnnotations []string
