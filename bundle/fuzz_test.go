@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/sandbox-gitops/sandbox-gitops/internal/fuzzseed"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/fuzzseed"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )

@@ -28,11 +28,11 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
-	"github.com/sandbox-gitops/sandbox-gitops/golden"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/goldencase"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // previewCase is a golden render case the controller can run. Its inputs are created as the
@@ -83,11 +83,11 @@ func previewCases(t *testing.T) (cases []*previewCase, partial map[string]string
 		if strings.HasPrefix(name, "err-") {
 			continue
 		}
-		cfg, err := golden.ReadCaseConfig(dir)
+		cfg, err := goldencase.ReadConfig(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, err := golden.ReadCaseInputs(dir)
+		objs, err := goldencase.ReadInputs(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,8 +39,8 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/kubeletsim"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/kubeletsim"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 

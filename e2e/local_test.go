@@ -26,7 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/cluster"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/webhook"
 )
 

@@ -11,9 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/migrate"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/goldencase"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // TestV1alpha1RendersApplyToOurCRDs: the rendered output of every golden case with v1alpha1
@@ -49,7 +50,7 @@ func TestV1alpha1RendersApplyToOurCRDs(t *testing.T) {
 		if !alpha {
 			continue
 		}
-		cc, err := ReadCaseConfig(dir)
+		cc, err := goldencase.ReadConfig(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,9 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/goldencase"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // The differential corpus: every render case's input, mutated mutantsPerCase times. Fixed
@@ -261,11 +262,11 @@ func differentialCorpus(t *testing.T) []mutant {
 		if strings.HasPrefix(filepath.Base(dir), "err-") {
 			continue // refused as written; a mutation rarely mends it
 		}
-		objs, err := ReadCaseInputs(dir)
+		objs, err := goldencase.ReadInputs(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cc, err := ReadCaseConfig(dir)
+		cc, err := goldencase.ReadConfig(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +323,7 @@ func mutations(r *rand.Rand) int {
 }
 
 // caseSandboxRender is a case's config.yaml as a SandboxRender.
-func caseSandboxRender(t *testing.T, cc CaseConfig) []byte {
+func caseSandboxRender(t *testing.T, cc goldencase.Config) []byte {
 	spec := map[string]any{}
 	if cc.ClusterDomain != "" {
 		spec["clusterDomain"] = cc.ClusterDomain

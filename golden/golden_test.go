@@ -24,6 +24,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/goldencase"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current render")
@@ -37,7 +38,7 @@ func TestGolden(t *testing.T) {
 	suites := []struct {
 		dir        string
 		idempotent bool
-		fn         func(cfg CaseConfig) renderFunc
+		fn         func(cfg goldencase.Config) renderFunc
 	}{
 		{"testdata/render", true, expandFunc},
 		{"testdata/plan", false, planFunc},
@@ -65,8 +66,8 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func runCase(t *testing.T, dir string, mk func(CaseConfig) renderFunc, idempotent bool) {
-	cfg, err := ReadCaseConfig(dir)
+func runCase(t *testing.T, dir string, mk func(goldencase.Config) renderFunc, idempotent bool) {
+	cfg, err := goldencase.ReadConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func deepCopy(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 // readInput is ReadCaseInputs, failing the test on an error.
 func readInput(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := ReadCaseInputs(dir)
+	objs, err := goldencase.ReadInputs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func writeFile(t *testing.T, path string, b []byte) {
 }
 
 // expandFunc is the declarative render: the manifests plus their children.
-func expandFunc(cfg CaseConfig) renderFunc {
+func expandFunc(cfg goldencase.Config) renderFunc {
 	return func(objs []*unstructured.Unstructured) ([]byte, error) {
 		out, err := bundle.Expand(objs, cfg.RenderOptions())
 		if err != nil {
@@ -217,7 +218,7 @@ func expandFunc(cfg CaseConfig) renderFunc {
 // controller: for each Sandbox (render.PlanSandbox) against the Pods, Services and PVCs of the
 // input (what the controller observed); for each claim (render.PlanClaim) and each pool
 // (render.PlanPool) against the agent-sandbox objects of the input.
-func planFunc(cfg CaseConfig) renderFunc {
+func planFunc(cfg goldencase.Config) renderFunc {
 	return func(objs []*unstructured.Unstructured) ([]byte, error) {
 		if cfg.Now == nil {
 			return nil, errors.New("plan cases need config.yaml with now")
@@ -330,7 +331,7 @@ type claimPlan struct {
 // (by the controller's indexes: the warm-pool label, spec.warmPoolRef) and the Sandbox under the
 // claim's name when render.ClaimNameToRead asks for it. A claim named in config.yaml's adopt
 // must adopt that member.
-func planClaim(c *extv1beta1.SandboxClaim, b *manifest.Bundle, cfg CaseConfig, opts render.Options) (claimPlan, error) {
+func planClaim(c *extv1beta1.SandboxClaim, b *manifest.Bundle, cfg goldencase.Config, opts render.Options) (claimPlan, error) {
 	found := render.ClaimFound{Pool: render.ResolveClaim(c, b.Pools, b.Templates)}
 	for _, sb := range b.Sandboxes {
 		if sb.Namespace != c.Namespace {
@@ -403,7 +404,7 @@ func inTheWay(steps []render.Step, sandboxes []*agentsv1beta1.Sandbox, ns string
 // planPool runs render.PlanPool as the controller does, on what a controller would find in the
 // input: the pool's template, the Sandboxes carrying its warm-pool label, and the names taken
 // (every Sandbox's and every Pod's of the namespace).
-func planPool(p *extv1beta1.SandboxWarmPool, b *manifest.Bundle, observed []*unstructured.Unstructured, cfg CaseConfig, opts render.Options) *render.PoolPlan {
+func planPool(p *extv1beta1.SandboxWarmPool, b *manifest.Bundle, observed []*unstructured.Unstructured, cfg goldencase.Config, opts render.Options) *render.PoolPlan {
 	found := render.PoolFound{Taken: map[string]bool{}}
 	for _, sb := range b.Sandboxes {
 		if sb.Namespace != p.Namespace {
@@ -444,7 +445,7 @@ func TestDeterminismCheckFailsOnOrderDependentRender(t *testing.T) {
 	if err := checkDeterministic(inInputOrder, objs); err == nil {
 		t.Fatal("an order-dependent render passed the determinism check")
 	}
-	if err := checkDeterministic(expandFunc(CaseConfig{}), objs); err != nil {
+	if err := checkDeterministic(expandFunc(goldencase.Config{}), objs); err != nil {
 		t.Fatalf("the real render failed the determinism check: %v", err)
 	}
 }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // TestOverlays builds every overlay four ways and requires the same bytes, equal to its golden

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 
-	"github.com/sandbox-gitops/sandbox-gitops/internal/fuzzseed"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/fuzzseed"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/sandbox-gitops/sandbox-gitops/internal/fuzzseed"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/fuzzseed"
 )
 
 func addSeeds(f *testing.F) {

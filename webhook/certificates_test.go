@@ -20,7 +20,7 @@ import (
 
 	agentsv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1alpha1"
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/webhook"
 	"github.com/sandbox-gitops/sandbox-gitops/webhook/certs"
 )

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/version"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // benchResourceList writes a ResourceList of sandboxes Sandboxes (one container, one VCT,

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/sandbox-gitops/sandbox-gitops/cli"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // largeCommand is issue 21's input: a Sandbox whose container command is a flow list of n

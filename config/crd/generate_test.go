@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // TestGeneratedFilesUpToDate runs controller-gen, exactly as `make manifests` does, on a copy of

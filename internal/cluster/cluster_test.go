@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/cluster"
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // TestCluster starts the local cluster and checks what envtest cannot: a Node that is Ready, a

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv/deathsig"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv/deathsig"
 )
 
 // Timeouts of a control plane, sized for a machine whose cores are busy with other work (load

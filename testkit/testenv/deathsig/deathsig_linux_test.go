@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandbox-gitops/sandbox-gitops/internal/testenv/deathsig"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv/deathsig"
 )
 
 // childEnv, set, makes this test binary TestWrappedDiesWithParent's child: it starts sleep

@@ -1,4 +1,7 @@
-package golden
+// Package goldencase reads a golden case (golden/testdata/<kind>/<case>): its config.yaml and
+// its input manifests. It is the one reader, shared by the golden tests and the controller's
+// preview == reality test, so that both read a case the same way.
+package goldencase
 
 import (
 	"fmt"
@@ -15,10 +18,10 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
-// CaseConfig is a case's config.yaml. It is exported so that the controller's preview == reality
+// Config is a case's config.yaml. It is exported so that the controller's preview == reality
 // test reads a case exactly as the golden harness does: a second reading of the same file would
 // drift from this one (it once dropped disableWarmPoolEviction).
-type CaseConfig struct {
+type Config struct {
 	// ClusterDomain is passed to render.
 	ClusterDomain string `json:"clusterDomain,omitempty"`
 	// Now is the time of a controller pass, or the moment a render case previews.
@@ -27,20 +30,20 @@ type CaseConfig struct {
 	// name, in the namespace of the claim.
 	Adopt map[string]string `json:"adopt,omitempty"`
 	// Options are render options: policies, allowed label domains, warm pool eviction.
-	Options *CaseOptions `json:"options,omitempty"`
+	Options *Options `json:"options,omitempty"`
 	// KeepSourceVersions writes v1alpha1 sources as they are instead of converted to v1beta1.
 	KeepSourceVersions bool `json:"keepSourceVersions,omitempty"`
 }
 
-// CaseOptions is the subset of render.Options a case can set.
-type CaseOptions struct {
+// Options is the subset of render.Options a case can set.
+type Options struct {
 	Policies                policies.Config `json:"policies,omitempty"`
 	AllowedLabelDomains     []string        `json:"allowedLabelDomains,omitempty"`
 	DisableWarmPoolEviction bool            `json:"disableWarmPoolEviction,omitempty"`
 }
 
 // RenderOptions are the render options the case runs with.
-func (c CaseConfig) RenderOptions() render.Options {
+func (c Config) RenderOptions() render.Options {
 	o := render.Options{ClusterDomain: c.ClusterDomain}
 	if c.Now != nil {
 		o.Now = &c.Now.Time
@@ -55,7 +58,7 @@ func (c CaseConfig) RenderOptions() render.Options {
 
 // FunctionConfig is the case's config as the SandboxRender functionConfig a tree would hold:
 // what the function reads, and, through renderconfig's Copies, what the cluster gets.
-func (c CaseConfig) FunctionConfig() []byte {
+func (c Config) FunctionConfig() []byte {
 	spec := map[string]any{}
 	if c.ClusterDomain != "" {
 		spec["clusterDomain"] = c.ClusterDomain
@@ -83,10 +86,10 @@ func (c CaseConfig) FunctionConfig() []byte {
 	return b
 }
 
-// ReadCaseConfig reads dir/config.yaml strictly (an unknown key is an error); a case without one
+// ReadConfig reads dir/config.yaml strictly (an unknown key is an error); a case without one
 // has the zero config.
-func ReadCaseConfig(dir string) (CaseConfig, error) {
-	cfg := CaseConfig{}
+func ReadConfig(dir string) (Config, error) {
+	cfg := Config{}
 	b, err := os.ReadFile(filepath.Join(dir, "config.yaml"))
 	if os.IsNotExist(err) {
 		return cfg, nil
@@ -100,9 +103,9 @@ func ReadCaseConfig(dir string) (CaseConfig, error) {
 	return cfg, nil
 }
 
-// ReadCaseInputs reads every *.yaml of a case except its expectations and config, in file name
+// ReadInputs reads every *.yaml of a case except its expectations and config, in file name
 // order, with the reader every mode of the CLI uses.
-func ReadCaseInputs(dir string) ([]*unstructured.Unstructured, error) {
+func ReadInputs(dir string) ([]*unstructured.Unstructured, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return nil, err
