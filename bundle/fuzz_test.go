@@ -7,9 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/sandbox-gitops/sandbox-gitops/testkit/fuzzseed"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/fuzzseed"
 )
 
 // FuzzExpand renders a bundle: never a panic; the same bytes again and in reverse order; on

@@ -20,8 +20,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the chart's generated templates (make chart)")

@@ -27,9 +27,9 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/kubeletsim"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
-	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 // TestDeletedChildRestored: a Service the Sandbox asks for, deleted by someone, comes back.

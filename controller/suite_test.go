@@ -39,9 +39,9 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/kubeletsim"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
-	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 )
 
 // The suite shares one real kube-apiserver and etcd (started in TestMain) and one simulated

@@ -8,9 +8,9 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 
-	"github.com/sandbox-gitops/sandbox-gitops/testkit/fuzzseed"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/fuzzseed"
 )
 
 // FuzzRun runs the function: never a panic; the same output twice; reading the list item by

@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sandbox-gitops/sandbox-gitops/cli"
-	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // copyTree copies the repository's bases and one overlay into a temporary root, so a test can

@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sandbox-gitops/sandbox-gitops/cli"
-	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // atTerminal makes the tests' standard input count as a person at a terminal.

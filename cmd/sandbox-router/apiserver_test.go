@@ -39,12 +39,12 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
-	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/router"
 	"github.com/sandbox-gitops/sandbox-gitops/router/authz"
 	"github.com/sandbox-gitops/sandbox-gitops/router/resolve"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
