@@ -70,16 +70,7 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile runs one pass over a claim: observe, render.PlanClaim, execute, status, and
 // upstream's annotations after it when asked for.
 func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	claim := &extv1beta1.SandboxClaim{}
-	pc, err := begin(ctx, r.x, r.configs, req, claim)
-	if pc == nil || err != nil {
-		return ctrl.Result{}, err
-	}
-	p, err := r.observe(ctx, claim, pc)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return run(ctx, r.x, claim, p)
+	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxClaim{}, r.observe)
 }
 
 // claimPass is a claim's pass: what was found, for render.PlanClaim.
@@ -113,8 +104,9 @@ func (p *claimPass) statusWritten(plan *render.ClaimPlan) {
 
 // observe gathers the claim's render.ClaimFound: its Sandbox, the object under its name when
 // render.ClaimNameToRead asks for it, its pool and template, and the pool's members and claims
-// from the cache, less those this process's writes have made stale or are in flight on.
-func (r *ClaimReconciler) observe(ctx context.Context, claim *extv1beta1.SandboxClaim, pc *passContext) (*claimPass, error) {
+// from the cache, less those this process's writes have made stale or are in flight on. A claim
+// is planned even without a render config in force: its lifecycle runs whatever the config.
+func (r *ClaimReconciler) observe(ctx context.Context, claim *extv1beta1.SandboxClaim, pc *passContext) (kindPass[extv1beta1.SandboxClaimStatus, *render.ClaimPlan], error) {
 	p := &claimPass{x: r.x, claim: claim, pc: pc}
 	f := &p.found
 	var err error
@@ -133,10 +125,12 @@ func (r *ClaimReconciler) observe(ctx context.Context, claim *extv1beta1.Sandbox
 	f.NoConfig = !pc.inForce
 	f.Annotations = r.x.expect.annotations(keyOf(extv1beta1.SandboxClaimKind, claim.Namespace, claim.Name), claim.UID)
 	f.Pool = r.resolve(ctx, claim)
-	if f.Sandbox != nil || f.Pool.Pool == nil || f.Pool.Pool.UID == "" {
-		return p, nil
+	if f.Sandbox == nil && f.Pool.Pool != nil && f.Pool.Pool.UID != "" {
+		if err := r.candidates(ctx, claim, f); err != nil {
+			return nil, err
+		}
 	}
-	return p, r.candidates(ctx, claim, f)
+	return p, nil
 }
 
 // candidates lists the pool's members a claim may be offered and the claims of the pool, less

@@ -49,6 +49,22 @@ func begin(ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Re
 	return pc, err
 }
 
+// reconcileWith is every reconciler's pass: begin (read the object and its namespace's render
+// options), observe (what the cache and, where it must, the API server hold for it: a kind's
+// pass, nil when there is nothing to render), then run (render.Plan*, execute, status).
+func reconcileWith[O client.Object, S any, P planned[S]](ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Request, obj O,
+	observe func(context.Context, O, *passContext) (kindPass[S, P], error)) (ctrl.Result, error) {
+	pc, err := begin(ctx, x, configs, req, obj)
+	if pc == nil || err != nil {
+		return ctrl.Result{}, err
+	}
+	k, err := observe(ctx, obj, pc)
+	if k == nil || err != nil {
+		return ctrl.Result{}, err
+	}
+	return run(ctx, x, obj, k)
+}
+
 // getCached reads the object of that name from the cache; false if it is not there (an error
 // other than not found is logged: the pass goes on as if it were absent, and its create is
 // refused if it is not).

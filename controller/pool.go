@@ -44,16 +44,7 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile runs one pass over a pool: observe, render.PlanPool, execute, status.
 func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	pool := &extv1beta1.SandboxWarmPool{}
-	pc, err := begin(ctx, r.x, r.configs, req, pool)
-	if pc == nil || !pc.inForce || err != nil {
-		return ctrl.Result{}, err
-	}
-	p, err := r.observe(ctx, pool, pc)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return run(ctx, r.x, pool, p)
+	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxWarmPool{}, r.observe)
 }
 
 // poolPass is a pool's pass: what was found, for render.PlanPool.
@@ -84,8 +75,12 @@ func (p *poolPass) statusWritten(*render.PoolPlan) {}
 // Sandbox's, and every Pod's: a deleted member's Pod outlives it until garbage collection, and a
 // new member of that name would find a Pod it does not own) from the cache, with the creates and
 // deletes of earlier passes the cache does not show yet (expectations): a create counts as a
-// member and takes its name, a delete as terminating.
-func (r *PoolReconciler) observe(ctx context.Context, pool *extv1beta1.SandboxWarmPool, pc *passContext) (*poolPass, error) {
+// member and takes its name, a delete as terminating. Nothing is rendered without a render config
+// in force.
+func (r *PoolReconciler) observe(ctx context.Context, pool *extv1beta1.SandboxWarmPool, pc *passContext) (kindPass[extv1beta1.SandboxWarmPoolStatus, *render.PoolPlan], error) {
+	if !pc.inForce {
+		return nil, nil
+	}
 	c := r.x.client
 	p := &poolPass{pool: pool, pc: pc}
 	t := &extv1beta1.SandboxTemplate{}

@@ -54,16 +54,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile runs one pass over a Sandbox: observe, render.PlanSandbox, execute, status.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	sb := &agentsv1beta1.Sandbox{}
-	pc, err := begin(ctx, r.x, r.configs, req, sb)
-	if pc == nil || !pc.inForce || err != nil {
-		return ctrl.Result{}, err
-	}
-	p, err := r.observe(ctx, sb, pc)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return run(ctx, r.x, sb, p)
+	return reconcileWith(ctx, r.x, r.configs, req, &agentsv1beta1.Sandbox{}, r.observe)
 }
 
 // sandboxPass is a Sandbox's pass: what was found, for render.PlanSandbox.
@@ -109,8 +100,11 @@ func (p *sandboxPass) statusWritten(plan *render.SandboxPlan) {
 
 // observe reads a Sandbox's children from the cache, and from the API server the Pod
 // render.PodToReadByName names (the cache holds only labelled Pods, and no create of this pass
-// would meet that one).
-func (r *SandboxReconciler) observe(ctx context.Context, sb *agentsv1beta1.Sandbox, pc *passContext) (*sandboxPass, error) {
+// would meet that one). Nothing is rendered without a render config in force.
+func (r *SandboxReconciler) observe(ctx context.Context, sb *agentsv1beta1.Sandbox, pc *passContext) (kindPass[agentsv1beta1.SandboxStatus, *render.SandboxPlan], error) {
+	if !pc.inForce {
+		return nil, nil
+	}
 	p := &sandboxPass{x: r.x, sb: sb, children: map[string]client.Object{}, now: metav1.NewTime(pc.now), opts: pc.opts}
 	c := r.x.client
 	pods := &corev1.PodList{}

@@ -39,10 +39,14 @@ func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile runs one pass over a template: observe, render.PlanTemplate, execute.
 func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	t := &extv1beta1.SandboxTemplate{}
-	pc, err := begin(ctx, r.x, r.configs, req, t)
-	if pc == nil || !pc.inForce || err != nil {
-		return ctrl.Result{}, err
+	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxTemplate{}, r.observe)
+}
+
+// observe reads the template's NetworkPolicy from the cache, and the refusal last reported on the
+// template. Nothing is rendered without a render config in force.
+func (r *TemplateReconciler) observe(ctx context.Context, t *extv1beta1.SandboxTemplate, pc *passContext) (kindPass[render.NoStatus, *render.TemplatePlan], error) {
+	if !pc.inForce {
+		return nil, nil
 	}
 	p := &templatePass{x: r.x, t: t, opts: pc.opts}
 	p.found.Reported = r.x.expect.reportedOn(p.key())
@@ -50,7 +54,7 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if getCached(ctx, r.x.client, t.Namespace, render.NetworkPolicyName(t.Name), np) {
 		p.found.NetworkPolicy = np
 	}
-	return run(ctx, r.x, t, p)
+	return p, nil
 }
 
 // templatePass is a template's pass: the NetworkPolicy found, for render.PlanTemplate.
