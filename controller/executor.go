@@ -109,7 +109,9 @@ func run[S any, P planned[S]](ctx context.Context, x *executor, obj client.Objec
 	if settle && (result.RequeueAfter <= 0 || result.RequeueAfter > p.SettleAfterWrites.Duration) {
 		result.RequeueAfter = p.SettleAfterWrites.Duration
 	}
-	log.FromContext(ctx).V(1).Info("pass", "took", x.clock().Sub(start).String(), "steps", len(p.Steps), "wrote", len(wrote))
+	if l := log.FromContext(ctx).V(1); l.Enabled() {
+		l.Info("pass", "took", x.clock().Sub(start).String(), "steps", len(p.Steps), "wrote", len(wrote))
+	}
 	if p.Error != "" {
 		return result, errors.New(p.Error)
 	}

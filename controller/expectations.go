@@ -3,6 +3,7 @@ package controller
 import (
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -41,8 +42,9 @@ type expectations struct {
 	records map[objectKey]*record
 	// owned indexes the creates and deletes by the object whose pass made them.
 	owned map[objectKey]map[objectKey]struct{}
-	since time.Time
 	adds  int
+	// since is when this process started reconciling (see started), set once.
+	since atomic.Pointer[time.Time]
 }
 
 type record struct {
@@ -79,12 +81,11 @@ func newExpectations() *expectations {
 // started returns since when this process reconciles, setting it on the first call: the
 // reconcilers run only once this replica leads, so the first pass is after leadership began.
 func (e *expectations) started(now time.Time) time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.since.IsZero() {
-		e.since = now
+	if t := e.since.Load(); t != nil {
+		return *t
 	}
-	return e.since
+	e.since.CompareAndSwap(nil, &now)
+	return *e.since.Load()
 }
 
 // get is the record of k, made if make is set (nil otherwise when there is none). The caller
