@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -54,16 +53,12 @@ type ClaimReconciler struct {
 // them.
 func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("sandboxclaim").
-		For(&extv1beta1.SandboxClaim{}).
-		WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxclaim", extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind)).
+	return controllerFor(mgr, "sandboxclaim", &extv1beta1.SandboxClaim{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind, r.workers,
+		func() client.ObjectList { return &extv1beta1.SandboxClaimList{} }).
 		Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(controllerOfKind(extv1beta1.SandboxClaimKind))).
 		Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(claimsOfPool(c)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(claimsOfTemplate(c))).
-		Watches(governs(c, func() client.ObjectList { return &extv1beta1.SandboxClaimList{} })).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Complete(r)
 }
 

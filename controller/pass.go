@@ -9,9 +9,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
@@ -74,6 +76,17 @@ func getCached(ctx context.Context, c client.Reader, ns, name string, obj client
 		log.FromContext(ctx).Error(err, "reading from the cache", "name", name)
 	}
 	return err == nil
+}
+
+// controllerFor starts the controller every rendering reconciler has: its name, its kind, its
+// logs, its workers, and a watch of the SandboxRenders that govern its objects (list lists them).
+func controllerFor(mgr ctrl.Manager, name string, obj client.Object, group, kind string, workers int, list func() client.ObjectList) *builder.TypedBuilder[reconcile.Request] {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(obj).
+		WithLogConstructor(reconcileLogs(mgr.GetLogger(), name, group, kind)).
+		Watches(governs(mgr.GetClient(), list)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 }
 
 // governs is the watch that re-renders the objects of one kind a SandboxRender governs when it

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
@@ -31,14 +30,10 @@ type PoolReconciler struct {
 // warm-pool label), their templates, and the SandboxRenders that govern them.
 func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("sandboxwarmpool").
-		For(&extv1beta1.SandboxWarmPool{}).
-		WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxwarmpool", extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind)).
+	return controllerFor(mgr, "sandboxwarmpool", &extv1beta1.SandboxWarmPool{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind, r.workers,
+		func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} }).
 		Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(poolOfMember(c))).
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(poolsOfTemplate(c))).
-		Watches(governs(c, func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} })).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Complete(r)
 }
 

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -39,16 +38,12 @@ type SandboxReconciler struct {
 // and the SandboxRenders that govern them.
 func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("sandbox").
-		For(&agentsv1beta1.Sandbox{}).
-		WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandbox", agentsv1beta1.GroupVersion.Group, agentsv1beta1.SandboxKind)).
+	return controllerFor(mgr, "sandbox", &agentsv1beta1.Sandbox{}, agentsv1beta1.GroupVersion.Group, agentsv1beta1.SandboxKind, r.workers,
+		func() client.ObjectList { return &agentsv1beta1.SandboxList{} }).
 		Watches(&corev1.Pod{}, toSandbox).
 		Watches(&corev1.Service{}, toSandbox).
 		Watches(&corev1.PersistentVolumeClaim{}, toSandbox).
 		Watches(&networkingv1.NetworkPolicy{}, toSandbox).
-		Watches(governs(mgr.GetClient(), func() client.ObjectList { return &agentsv1beta1.SandboxList{} })).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Complete(r)
 }
 

@@ -6,7 +6,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
@@ -27,13 +26,9 @@ type TemplateReconciler struct {
 // SetupWithManager registers the reconciler: templates, the NetworkPolicies they own or would
 // own, and the SandboxRenders that govern them.
 func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("sandboxtemplate").
-		For(&extv1beta1.SandboxTemplate{}).
-		WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxtemplate", extv1beta1.GroupVersion.Group, extv1beta1.SandboxTemplateKind)).
+	return controllerFor(mgr, "sandboxtemplate", &extv1beta1.SandboxTemplate{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxTemplateKind, r.workers,
+		func() client.ObjectList { return &extv1beta1.SandboxTemplateList{} }).
 		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(templateOfPolicy)).
-		Watches(governs(mgr.GetClient(), func() client.ObjectList { return &extv1beta1.SandboxTemplateList{} })).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Complete(r)
 }
 
