@@ -60,9 +60,9 @@ test-under-load: ## `make test` while LOAD_HOGS busy loops (default 2) keep the 
 	echo "test-under-load: make test exited $$rc after $$((SECONDS - start)) s"; \
 	exit $$rc
 
-cluster: ## Start a local cluster on loopback (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with NODES fake Nodes, default 1); state and logs in .cluster/.
+cluster: ## Start a local cluster on loopback (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with NODES fake Nodes, default 1; SCALE=1: upstream's scale-test limits); state and logs in .cluster/.
 	@for t in $(CLUSTER_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
-	go run ./hack/cluster up -dir $(CLUSTER_DIR) -bin $(BIN) -nodes $(NODES)
+	go run ./hack/cluster up -dir $(CLUSTER_DIR) -bin $(BIN) -nodes $(NODES) $(if $(SCALE),-scale)
 
 cluster-down: ## Stop what `make cluster` started (only its processes, named by the pid files in .cluster/pids).
 	go run ./hack/cluster down -dir $(CLUSTER_DIR)

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	go run ./hack/cluster up [-dir .cluster] [-bin bin] [-nodes 1]
+//	go run ./hack/cluster up [-dir .cluster] [-bin bin] [-nodes 1] [-scale]
 //	go run ./hack/cluster down [-dir .cluster]
 package main
 
@@ -24,13 +24,14 @@ import (
 
 func main() {
 	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
-		fmt.Fprintln(os.Stderr, "usage: cluster up [-dir DIR] [-bin DIR] [-nodes N] | cluster down [-dir DIR]")
+		fmt.Fprintln(os.Stderr, "usage: cluster up [-dir DIR] [-bin DIR] [-nodes N] [-scale] | cluster down [-dir DIR]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("cluster "+os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", ".cluster", "state directory: kubeconfig, pki/, etcd/, logs/, pids/")
 	bin := fs.String("bin", "bin", "directory of the binaries `make tools` builds")
 	nodes := fs.Int("nodes", 1, "number of fake Nodes")
+	scale := fs.Bool("scale", false, "run the components with the limits of upstream's kwok scalability test (no client rate limits, 2,000 requests in flight)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long the start may take")
 	_ = fs.Parse(os.Args[2:])
 
@@ -52,7 +53,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: *bin, Dir: *dir, Nodes: *nodes, Detach: true, Timeout: *timeout})
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: *bin, Dir: *dir, Nodes: *nodes, Detach: true, Timeout: *timeout, Scale: *scale})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)

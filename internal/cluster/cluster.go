@@ -58,6 +58,13 @@ type Options struct {
 	Detach bool
 	// Timeout bounds the start; 0 means 3 minutes.
 	Timeout time.Duration
+	// Scale runs the components with the limits of upstream agent-sandbox's kwok scalability
+	// test (kwokctl --disable-qps-limits, with its kube-apiserver in-flight caps): kube-apiserver
+	// at 2,000 requests and 1,000 mutating requests in flight without API Priority and Fairness,
+	// kube-controller-manager and kube-scheduler at 5,000 requests a second (burst 10,000), so that
+	// what a benchmark measures is the API server and the controller under test, not the client
+	// rate limits of the cluster's own components.
+	Scale bool
 }
 
 // Cluster is a running cluster.
@@ -73,6 +80,7 @@ type Cluster struct {
 
 	binDir   string
 	detached bool
+	scale    bool
 	procs    []*process
 	ports    map[string]int
 }
@@ -128,7 +136,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), binDir: opts.BinDir, detached: opts.Detach, ports: map[string]int{}}
+	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), binDir: opts.BinDir, detached: opts.Detach, scale: opts.Scale, ports: map[string]int{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.stopProcesses())
@@ -252,7 +260,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 }
 
 func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
-	err := c.spawn("kube-apiserver", c.bin("kube-apiserver"), []string{
+	err := c.spawn("kube-apiserver", c.bin("kube-apiserver"), append([]string{
 		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(c.ports["etcd-client"]),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -275,7 +283,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 		// nothing here routes (there is no kube-proxy). A process on this machine can then serve
 		// a Service's webhook through an EndpointSlice naming the machine's address (e2e).
 		"--enable-aggregator-routing=true",
-	}, nil)
+	}, c.scaleArgs("kube-apiserver")...), nil)
 	if err != nil {
 		return err
 	}
@@ -286,7 +294,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 
 func (c *Cluster) startControllers(p *pki) error {
 	kcm := filepath.Join(c.Dir, "kube-controller-manager.kubeconfig")
-	err := c.spawn("kube-controller-manager", c.bin("kube-controller-manager"), []string{
+	err := c.spawn("kube-controller-manager", c.bin("kube-controller-manager"), append([]string{
 		"--kubeconfig=" + kcm,
 		"--authentication-kubeconfig=" + kcm,
 		"--authorization-kubeconfig=" + kcm,
@@ -303,19 +311,19 @@ func (c *Cluster) startControllers(p *pki) error {
 		"--cluster-signing-cert-file=" + p.path("ca.crt"),
 		"--cluster-signing-key-file=" + p.path("ca.key"),
 		"--service-cluster-ip-range=" + serviceCIDR,
-	}, nil)
+	}, c.scaleArgs("kube-controller-manager")...), nil)
 	if err != nil {
 		return err
 	}
 	sched := filepath.Join(c.Dir, "kube-scheduler.kubeconfig")
-	err = c.spawn("kube-scheduler", c.bin("kube-scheduler"), []string{
+	err = c.spawn("kube-scheduler", c.bin("kube-scheduler"), append([]string{
 		"--kubeconfig=" + sched,
 		"--authentication-kubeconfig=" + sched,
 		"--authorization-kubeconfig=" + sched,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(c.ports["kube-scheduler"]),
 		"--leader-elect=false",
-	}, nil)
+	}, c.scaleArgs("kube-scheduler")...), nil)
 	if err != nil {
 		return err
 	}
@@ -335,6 +343,20 @@ func (c *Cluster) startControllers(p *pki) error {
 		// kwok reads ~/.kwok/kwok.yaml when it exists; keep a user's kwok setup out of this one.
 		"KWOK_WORKDIR=" + filepath.Join(c.Dir, "kwok"),
 	})
+}
+
+// scaleArgs are a component's flags under Options.Scale (none otherwise).
+func (c *Cluster) scaleArgs(component string) []string {
+	if !c.scale {
+		return nil
+	}
+	switch component {
+	case "kube-apiserver":
+		return []string{"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000", "--enable-priority-and-fairness=false"}
+	case "kube-controller-manager", "kube-scheduler":
+		return []string{"--kube-api-qps=5000", "--kube-api-burst=10000"}
+	}
+	return nil
 }
 
 // waitHealthy waits for a component's /healthz on its secure port (open to anyone by default).

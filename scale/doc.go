@@ -1,0 +1,7 @@
+// Package scale holds the controller's scale benchmarks on a real local cluster
+// (internal/cluster: kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok with
+// 100 fake Nodes, at the limits of upstream agent-sandbox's kwok scalability test): upstream's
+// own claim scenarios with a floor in the same run, the rate the controller sustains, and
+// convergence up to 10,000 Sandboxes with a restart. They are not part of `make test` or CI: run
+// them with `make bench-scale`.
+package scale

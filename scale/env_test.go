@@ -1,0 +1,274 @@
+package scale_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
+	"github.com/sandbox-gitops/sandbox-gitops/config/crd"
+	"github.com/sandbox-gitops/sandbox-gitops/internal/cluster"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/benchkit"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
+)
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, agentsv1beta1.AddToScheme, extv1beta1.AddToScheme, renderv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// scaleEnv is a local cluster as upstream's kwok scalability test runs one (kube-apiserver, etcd,
+// kube-controller-manager, kube-scheduler and kwok with fake Nodes, at its limits), with our CRDs,
+// and the controller binary ready to run against it.
+type scaleEnv struct {
+	c   *cluster.Cluster
+	cfg *rest.Config
+	cl  client.WithWatch
+	// bin is the controller binary; kubeconfig the admin kubeconfig it runs with.
+	bin, kubeconfig string
+}
+
+// startEnv starts a cluster with nodes fake Nodes and installs the CRDs; it stops when b ends.
+func startEnv(b *testing.B, nodes int) *scaleEnv {
+	b.Helper()
+	if missing := cluster.MissingBinaries(testenv.BinDir()); len(missing) > 0 {
+		testenv.Missing(b, "%s not in %s; run `make tools`", strings.Join(missing, ", "), testenv.BinDir())
+	}
+	dir := b.TempDir()
+	start := time.Now()
+	c, err := cluster.Start(context.Background(), cluster.Options{BinDir: testenv.BinDir(), Dir: filepath.Join(dir, "cluster"), Nodes: nodes, Scale: true, Timeout: 5 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Stop() })
+	b.Logf("cluster with %d Nodes up in %v", nodes, time.Since(start).Round(100*time.Millisecond))
+	e := &scaleEnv{c: c, cfg: rest.CopyConfig(c.Config), kubeconfig: c.Kubeconfig}
+	// The benchmark's own clients must not be what limits it: the load generator's rate is the
+	// scenario's.
+	e.cfg.QPS, e.cfg.Burst = 5000, 10000
+	if e.cl, err = client.NewWithWatch(e.cfg, client.Options{Scheme: scheme}); err != nil {
+		b.Fatal(err)
+	}
+	crds, err := crd.All()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range crds {
+		// Only v1beta1 is written and read here: no conversion webhook runs.
+		c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	}
+	if err := testenv.InstallCRDs(e.cfg, crds); err != nil {
+		b.Fatal(err)
+	}
+	if e.bin, err = benchkit.BuildController(testenv.RepoRoot(), dir); err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// controllerProc is the controller running as its own process.
+type controllerProc struct {
+	cmd     *exec.Cmd
+	metrics string // its /metrics address
+	stopped bool
+}
+
+// startController runs the controller on namespace ns with upstream's scalability-test settings
+// (1,000 requests a second, burst 2,000, 50 Sandbox and 50 claim workers) and extra flags.
+func (e *scaleEnv) startController(b *testing.B, ns string, extra ...string) *controllerProc {
+	b.Helper()
+	metrics := testenv.FreeAddr(b)
+	args := append([]string{"--kubeconfig", e.kubeconfig, "--namespaces", ns, "--enable-webhook=false",
+		"--kube-api-qps", "1000", "--kube-api-burst", "2000", "--sandbox-workers", "50", "--claim-workers", "50",
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", "0", "--zap-log-level", logLevel()}, extra...)
+	cmd := exec.Command(e.bin, args...)
+	cmd.Stderr = os.Stderr
+	if err := testenv.StartProcess(cmd); err != nil {
+		b.Fatal(err)
+	}
+	p := &controllerProc{cmd: cmd, metrics: metrics}
+	b.Cleanup(p.stop)
+	return p
+}
+
+// stop kills the controller (as a node failure would: no graceful release of anything).
+func (p *controllerProc) stop() {
+	if !p.stopped {
+		p.stopped = true
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	}
+}
+
+// queueTimes reads the controller's /metrics: per reconciler, the mean time a request waited in
+// its work queue and the mean pass (controller-runtime's histograms), and the passes.
+func (p *controllerProc) queueTimes() string {
+	resp, err := http.Get("http://" + p.metrics + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	sums := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		for _, m := range []string{"workqueue_queue_duration_seconds", "controller_runtime_reconcile_time_seconds"} {
+			for _, part := range []string{"_sum{", "_count{"} {
+				rest, ok := strings.CutPrefix(line, m+part)
+				if !ok {
+					continue
+				}
+				i := strings.LastIndex(rest, "} ")
+				name := ""
+				for _, kv := range strings.Split(rest[:i], ",") {
+					if k, v, _ := strings.Cut(kv, "="); k == "name" || k == "controller" {
+						name = strings.Trim(v, `"`)
+					}
+				}
+				v, _ := strconv.ParseFloat(strings.TrimSpace(rest[i+2:]), 64)
+				sums[m+"|"+part+"|"+name] += v
+			}
+		}
+	}
+	var out []string
+	for _, name := range []string{"sandboxclaim", "sandbox", "sandboxwarmpool"} {
+		q, qn := sums["workqueue_queue_duration_seconds|_sum{|"+name], sums["workqueue_queue_duration_seconds|_count{|"+name]
+		r, rn := sums["controller_runtime_reconcile_time_seconds|_sum{|"+name], sums["controller_runtime_reconcile_time_seconds|_count{|"+name]
+		if qn > 0 && rn > 0 {
+			out = append(out, fmt.Sprintf("%s %v / %v over %.0f passes", name, time.Duration(q/qn*float64(time.Second)).Round(time.Millisecond),
+				time.Duration(r/rn*float64(time.Second)).Round(time.Millisecond), rn))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func logLevel() string {
+	if l := os.Getenv("SANDBOX_BENCH_LOG"); l != "" {
+		return l
+	}
+	return "error"
+}
+
+// newNamespace creates a namespace for one run.
+func (e *scaleEnv) newNamespace(b *testing.B, name string) string {
+	b.Helper()
+	if err := e.cl.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		b.Fatal(err)
+	}
+	return name
+}
+
+// loadTestTemplate is upstream's load-test template: one alpine container that sleeps.
+func loadTestTemplate(ns, name string) *extv1beta1.SandboxTemplate {
+	t := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	t.Spec.PodTemplate.ObjectMeta.Labels = map[string]string{"app": "agent-sandbox-load-test"}
+	t.Spec.PodTemplate.Spec.Containers = []corev1.Container{{Name: "sandbox", Image: "alpine",
+		Command: []string{"/bin/sh", "-c", "echo 'Hello from the Agent Sandbox!'; sleep 28800"}}}
+	return t
+}
+
+// fillPool creates upstream's load-test template and a warm pool of size members in ns and
+// waits until every member is Ready (a controller must be running on ns).
+func (e *scaleEnv) fillPool(b *testing.B, ns string, size int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	if err := e.cl.Create(ctx, loadTestTemplate(ns, "template-0")); err != nil {
+		b.Fatal(err)
+	}
+	pool := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "warmpool-0", Namespace: ns},
+		Spec: extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(size)), TemplateRef: extv1beta1.SandboxTemplateRef{Name: "template-0"}}}
+	if err := e.cl.Create(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	e.waitPool(b, ns, size, 20*time.Minute)
+	return time.Since(start)
+}
+
+// waitPool waits until the pool of ns has size Ready members.
+func (e *scaleEnv) waitPool(b *testing.B, ns string, size int, timeout time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := e.readyMembers(ns)
+		if err == nil && n >= size {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the pool of %s has %d of %d members Ready after %v (%v)", ns, n, size, timeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// readyMembers counts the Ready Sandboxes of the pool in ns (still carrying its label).
+func (e *scaleEnv) readyMembers(ns string) (int, error) {
+	list := &agentsv1beta1.SandboxList{}
+	if err := e.cl.List(context.Background(), list, client.InNamespace(ns), client.HasLabels{agentsv1beta1.SandboxWarmPoolLabel}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range list.Items {
+		if meta.IsStatusConditionTrue(list.Items[i].Status.Conditions, agentsv1beta1.ConditionReady) && list.Items[i].DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// pids are the processes whose CPU a run reports: the cluster's and the controller's.
+func (e *scaleEnv) pids(ctl *controllerProc) map[string]int {
+	pids := e.c.PIDs()
+	if ctl != nil && !ctl.stopped {
+		pids["controller"] = ctl.cmd.Process.Pid
+	}
+	pids["benchmark"] = os.Getpid()
+	return pids
+}
+
+// cpuShare formats each process's CPU over a window as a share of one core, busiest first.
+func cpuShare(before, after map[string]time.Duration, wall time.Duration) string {
+	type share struct {
+		name string
+		cpu  time.Duration
+	}
+	var shares []share
+	for name, a := range after {
+		shares = append(shares, share{name, a - before[name]})
+	}
+	slices.SortFunc(shares, func(x, y share) int { return cmp.Compare(y.cpu, x.cpu) })
+	parts := make([]string, len(shares))
+	for i, s := range shares {
+		parts[i] = fmt.Sprintf("%s %.2fs (%.0f%% of a core)", s.name, s.cpu.Seconds(), 100*s.cpu.Seconds()/wall.Seconds())
+	}
+	return strings.Join(parts, ", ")
+}
