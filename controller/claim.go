@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +46,10 @@ type ClaimReconciler struct {
 	x       *executor
 	configs *renderConfigs
 	workers int
+	// members and claims index the cache's pool members (by their warm-pool label) and claims
+	// (by their pool), which every claim pass reads.
+	members *pointerIndex[*agentsv1beta1.Sandbox]
+	claims  *pointerIndex[*extv1beta1.SandboxClaim]
 }
 
 // SetupWithManager registers the reconciler: claims, the Sandboxes they control, their pools
@@ -53,7 +58,23 @@ type ClaimReconciler struct {
 // them.
 func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	return controllerFor(mgr, "sandboxclaim", &extv1beta1.SandboxClaim{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind, r.workers,
+	r.members = newPointerIndex(func(sb *agentsv1beta1.Sandbox) string {
+		if h := sb.Labels[agentsv1beta1.SandboxWarmPoolLabel]; h != "" {
+			return sb.Namespace + "/" + h
+		}
+		return ""
+	})
+	r.claims = newPointerIndex(func(c *extv1beta1.SandboxClaim) string { return c.Namespace + "/" + c.Spec.WarmPoolRef.Name })
+	for obj, h := range map[client.Object]toolscache.ResourceEventHandler{&agentsv1beta1.Sandbox{}: r.members.handler(), &extv1beta1.SandboxClaim{}: r.claims.handler()} {
+		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return err
+		}
+	}
+	return controllerFor(mgr, r.x, "sandboxclaim", &extv1beta1.SandboxClaim{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind, r.workers,
 		func() client.ObjectList { return &extv1beta1.SandboxClaimList{} }).
 		Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(controllerOfKind(extv1beta1.SandboxClaimKind))).
 		Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(claimsOfPool(c)),
@@ -65,7 +86,7 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile runs one pass over a claim: observe, render.PlanClaim, execute, status, and
 // upstream's annotations after it when asked for.
 func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxClaim{}, r.observe)
+	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxClaim{}, r.observe, nil)
 }
 
 // claimPass is a claim's pass: what was found, for render.PlanClaim.
@@ -121,39 +142,21 @@ func (r *ClaimReconciler) observe(ctx context.Context, claim *extv1beta1.Sandbox
 	f.Annotations = r.x.expect.annotations(keyOf(extv1beta1.SandboxClaimKind, claim.Namespace, claim.Name), claim.UID)
 	f.Pool = r.resolve(ctx, claim)
 	if f.Sandbox == nil && f.Pool.Pool != nil && f.Pool.Pool.UID != "" {
-		if err := r.candidates(ctx, claim, f); err != nil {
-			return nil, err
-		}
+		r.candidates(claim, f)
 	}
 	return p, nil
 }
 
-// candidates lists the pool's members a claim may be offered and the claims of the pool, less
-// those whose cached version a write of ours has moved past (stale) and the members another
-// claim's adoption is in flight on.
-func (r *ClaimReconciler) candidates(ctx context.Context, claim *extv1beta1.SandboxClaim, f *render.ClaimFound) error {
-	members, claims := &agentsv1beta1.SandboxList{}, &extv1beta1.SandboxClaimList{}
-	if err := r.x.client.List(ctx, members, client.InNamespace(claim.Namespace), client.MatchingFields{warmPoolIndex: render.NameHash(f.Pool.Pool.Name)}); err != nil {
-		return err
-	}
-	if err := r.x.client.List(ctx, claims, client.InNamespace(claim.Namespace), client.MatchingFields{poolRefIndex: f.Pool.Pool.Name}); err != nil {
-		return err
-	}
+// candidates are the pool's members a claim may be offered and the claims of the pool, from the
+// cache, less those whose cached version a write of ours has moved past (stale) and the members
+// another claim's adoption is in flight on.
+func (r *ClaimReconciler) candidates(claim *extv1beta1.SandboxClaim, f *render.ClaimFound) {
 	e := r.x.expect
-	for i := range claims.Items {
-		c := &claims.Items[i]
-		if !e.stale(statusKey(keyOf(extv1beta1.SandboxClaimKind, c.Namespace, c.Name)), c.ResourceVersion) {
-			f.Claims = append(f.Claims, c)
-		}
-	}
-	for i := range members.Items {
-		m := &members.Items[i]
-		k := keyOf(agentsv1beta1.SandboxKind, m.Namespace, m.Name)
-		if !e.stale(k, m.ResourceVersion) && !e.busy(k, claim.UID) {
-			f.Members = append(f.Members, m)
-		}
-	}
-	return nil
+	pool := f.Pool.Pool.Name
+	f.Claims = current(e, func(ns, name string) objectKey { return statusKey(keyOf(extv1beta1.SandboxClaimKind, ns, name)) },
+		r.claims.list(claim.Namespace+"/"+pool), "")
+	f.Members = current(e, func(ns, name string) objectKey { return keyOf(agentsv1beta1.SandboxKind, ns, name) },
+		r.members.list(claim.Namespace+"/"+render.NameHash(pool)), claim.UID)
 }
 
 // claimedSandbox finds the Sandbox a claim controls: from the cache by its claim-uid label, and

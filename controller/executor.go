@@ -32,6 +32,8 @@ type executor struct {
 	applies *applyTransport
 	events  *eventSink
 	expect  *expectations
+	// gate holds background passes behind foreground ones (render.Plan.Background).
+	gate *gate
 	// now is the clock; time.Now when nil. Time enters render only as this value.
 	now func() time.Time
 }
@@ -69,6 +71,9 @@ type kindPass[S any, P planned[S]] interface {
 // object in the way of a create) read and planned with; past it the pass fails and is retried.
 const maxReplans = 16
 
+// errHeld ends a background pass the gate holds: it sends nothing, and the gate wakes it.
+var errHeld = errors.New("held behind writes somebody waits on")
+
 // errAwaitCache ends a pass that would create an object this process created a moment ago whose
 // watch event has not reached the cache yet: that event brings the next pass.
 var errAwaitCache = errors.New("awaiting the cache")
@@ -77,14 +82,19 @@ var errAwaitCache = errors.New("awaiting the cache")
 // status, the writes after it, the events; and says when to come back.
 func run[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P]) (reconcile.Result, error) {
 	start := x.clock()
-	plan, wrote, err := steps(ctx, x, obj, k)
-	if errors.Is(err, errAwaitCache) {
+	plan, wrote, done, err := steps(ctx, x, obj, k)
+	defer done()
+	switch {
+	case errors.Is(err, errAwaitCache):
 		// At 1,000 Sandboxes created together, 874 passes would otherwise have read a Service
 		// whose event came after its Pod's. The requeue is the safety net should no event come.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case errors.Is(err, errHeld):
+		// The gate wakes it; the requeue is the safety net.
+		return reconcile.Result{RequeueAfter: x.gate.maxHold + time.Second}, nil
 	}
-	x.events.record(obj, written(wrote)...)
 	if err != nil {
+		x.events.record(obj, written(wrote)...)
 		return reconcile.Result{}, refused(ctx, x, obj, k, plan, err)
 	}
 	p := plan.Pass()
@@ -104,6 +114,8 @@ func run[S any, P planned[S]](ctx context.Context, x *executor, obj client.Objec
 			return reconcile.Result{}, err
 		}
 	}
+	// The events go last: nobody waits on them.
+	x.events.record(obj, written(wrote)...)
 	x.events.record(obj, p.Events...)
 	result := reconcile.Result{RequeueAfter: p.RequeueAfter.Duration}
 	if settle && (result.RequeueAfter <= 0 || result.RequeueAfter > p.SettleAfterWrites.Duration) {
@@ -159,13 +171,27 @@ func refusedByAPIServer(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err)
 }
 
-// steps plans the pass and sends its steps. Before anything is sent, a create of an object this
-// process created that the cache does not show is awaited (within cacheLag) or read from the API
-// server and planned with: re-sending it would be a refused write. A step whose precondition
-// fails with ConflictReplan has its object, and the objects this pass created, read from the API
-// server, and the pass is planned again with them.
-func steps[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P]) (P, []render.Step, error) {
-	plan := k.plan()
+// steps plans the pass and sends its steps. A background pass the gate holds sends nothing; a
+// foreground pass that writes marks its writes in flight until done is called. Before anything
+// is sent, a create of an object this process created that the cache does not show is awaited
+// (within cacheLag) or read from the API server and planned with: re-sending it would be a
+// refused write. A step whose precondition fails with ConflictReplan has its object, and the
+// objects this pass created, read from the API server, and the pass is planned again with them.
+func steps[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P]) (plan P, wrote []render.Step, done func(), err error) {
+	plan = k.plan()
+	done = func() {}
+	switch p := plan.Pass(); {
+	case p.Background && ctx.Value(gatePassed{}) == nil && x.gate.hold(kindOf(obj), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}):
+		return plan, nil, done, errHeld
+	case !p.Background && (len(p.Steps) > 0 || p.WriteStatus):
+		done = x.gate.foreground()
+	}
+	plan, wrote, err = sendSteps(ctx, x, obj, k, plan)
+	return plan, wrote, done, err
+}
+
+// sendSteps sends the steps of plan, as steps says.
+func sendSteps[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P], plan P) (P, []render.Step, error) {
 	now := x.clock()
 	var recent []render.Step
 	for _, s := range plan.Pass().Steps {

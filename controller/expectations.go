@@ -9,15 +9,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// objectKey names an object of a kind, or its status (kind "Sandbox/status"): the status and
-// the rest of an object are written apart, on versions of their own.
+// objectKey names an object of a kind, or its status: the status and the rest of an object are
+// written apart, on versions of their own.
 type objectKey struct {
 	kind, namespace, name string
+	status                bool
 }
 
-func keyOf(kind, namespace, name string) objectKey { return objectKey{kind, namespace, name} }
+func keyOf(kind, namespace, name string) objectKey {
+	return objectKey{kind: kind, namespace: namespace, name: name}
+}
 
-func statusKey(k objectKey) objectKey { return objectKey{k.kind + "/status", k.namespace, k.name} }
+func statusKey(k objectKey) objectKey { k.status = true; return k }
 
 // expectations are what this process wrote, or said, that its cache may not show yet: the one
 // memory of the controller, per object, so that a pass on a cache behind its writes neither
@@ -38,10 +41,15 @@ func statusKey(k objectKey) objectKey { return objectKey{k.kind + "/status", k.n
 // And, for the whole process, since when it has reconciled (the first pass): an object created
 // after that can hold only what this process wrote.
 type expectations struct {
-	mu      sync.Mutex
+	// mu is read-locked by the questions asked for every member of a pool on every claim pass
+	// (stale, busy), which change nothing in the common case.
+	mu      sync.RWMutex
 	records map[objectKey]*record
 	// owned indexes the creates and deletes by the object whose pass made them.
 	owned map[objectKey]map[objectKey]struct{}
+	// marked are the records with a write on a version or a write in flight: the few that decide
+	// which of a pool's members a claim may be offered (current).
+	marked map[objectKey]struct{}
 	adds  int
 	// since is when this process started reconciling (see started), set once.
 	since atomic.Pointer[time.Time]
@@ -75,7 +83,7 @@ const expectationWindow = time.Minute
 const cacheLag = 5 * time.Second
 
 func newExpectations() *expectations {
-	return &expectations{records: map[objectKey]*record{}, owned: map[objectKey]map[objectKey]struct{}{}}
+	return &expectations{records: map[objectKey]*record{}, owned: map[objectKey]map[objectKey]struct{}{}, marked: map[objectKey]struct{}{}}
 }
 
 // started returns since when this process reconciles, setting it on the first call: the
@@ -108,11 +116,22 @@ func (e *expectations) tidy(k objectKey) {
 		return
 	}
 	delete(e.records, k)
+	delete(e.marked, k)
 	if o := e.owned[r.owner]; o != nil {
 		delete(o, k)
 		if len(o) == 0 {
 			delete(e.owned, r.owner)
 		}
+	}
+}
+
+// mark keeps marked in step with r's writes on a version and in flight. The caller holds the
+// lock.
+func (e *expectations) mark(k objectKey, r *record) {
+	if r != nil && (r.from != "" || r.holder != "") {
+		e.marked[k] = struct{}{}
+	} else {
+		delete(e.marked, k)
 	}
 }
 
@@ -180,8 +199,8 @@ func (e *expectations) seen(obj objectKey, present bool) {
 // createdWithin reports whether obj was created by this process at most d before now and the
 // cache has not shown it.
 func (e *expectations) createdWithin(obj objectKey, now time.Time, d time.Duration) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	r := e.records[obj]
 	return r != nil && !r.created.IsZero() && now.Sub(r.created) <= d
 }
@@ -221,7 +240,7 @@ func (e *expectations) acquired(owner objectKey, ownerUID types.UID, kind string
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for k := range e.owned[owner] {
-		if r := e.records[k]; k.kind == kind && r != nil && r.ownerUID == ownerUID && (!r.created.IsZero() || r.from != "") {
+		if r := e.records[k]; k.kind == kind && !k.status && r != nil && r.ownerUID == ownerUID && (!r.created.IsZero() || r.from != "") {
 			return k.name, true
 		}
 	}
@@ -248,6 +267,7 @@ func (e *expectations) wroteOn(obj, owner objectKey, ownerUID types.UID, rv stri
 	defer e.mu.Unlock()
 	r := e.get(obj, true)
 	r.from = rv
+	e.mark(obj, r)
 	if owner != (objectKey{}) {
 		r.owner, r.ownerUID = owner, ownerUID
 		e.own(owner, obj)
@@ -257,18 +277,71 @@ func (e *expectations) wroteOn(obj, owner objectKey, ownerUID types.UID, rv stri
 // stale reports whether the cache shows obj at the version a write of ours started from (it has
 // not caught up with the write); once it shows another, the write is forgotten.
 func (e *expectations) stale(obj objectKey, rv string) bool {
+	e.mu.RLock()
+	r := e.records[obj]
+	if r == nil || r.from == "" || r.from == rv {
+		defer e.mu.RUnlock()
+		return r != nil && r.from != "" && r.from == rv
+	}
+	e.mu.RUnlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r := e.records[obj]
-	if r == nil || r.from == "" {
-		return false
+	if r := e.records[obj]; r != nil && r.from != "" && r.from != rv {
+		r.from = ""
+		e.mark(obj, r)
+		e.tidy(obj)
 	}
-	if r.from == rv {
-		return true
-	}
-	r.from = ""
-	e.tidy(obj)
 	return false
+}
+
+// current keeps of objs (named by key) those the cache shows past every write of ours (not stale) that
+// no other holder's write is in flight on: the members a claim may be offered, asked of a pool's
+// every member on every claim pass, under one read lock.
+func current[T interface {
+	GetNamespace() string
+	GetName() string
+	GetResourceVersion() string
+}](e *expectations, key func(namespace, name string) objectKey, objs []T, holder types.UID) []T {
+	out := objs[:0:0]
+	var moved []objectKey
+	e.mu.RLock()
+	// The marked records of this key's kind, by namespace and name: usually none, or the few
+	// adoptions in flight; every other object needs no lookup.
+	var mine map[[2]string]*record
+	for k := range e.marked {
+		if key(k.namespace, k.name) == k {
+			if mine == nil {
+				mine = map[[2]string]*record{}
+			}
+			mine[[2]string{k.namespace, k.name}] = e.records[k]
+		}
+	}
+	for _, o := range objs {
+		r := mine[[2]string{o.GetNamespace(), o.GetName()}]
+		switch {
+		case r == nil:
+			out = append(out, o)
+		case r.holder != "" && r.holder != holder, r.from != "" && r.from == o.GetResourceVersion():
+		default:
+			if r.from != "" {
+				moved = append(moved, key(o.GetNamespace(), o.GetName())) // the cache has moved past our write: forget it
+			}
+			out = append(out, o)
+		}
+	}
+	e.mu.RUnlock()
+	if len(moved) > 0 {
+		e.mu.Lock()
+		for _, k := range moved {
+			if r := e.records[k]; r != nil {
+				r.from = ""
+				e.mark(k, r)
+				e.tidy(k)
+			}
+		}
+		e.mu.Unlock()
+	}
+	return out
 }
 
 // begin marks a write to obj in flight for holder; false when another holder's is.
@@ -280,13 +353,14 @@ func (e *expectations) begin(obj objectKey, holder types.UID) bool {
 		return false
 	}
 	r.holder = holder
+	e.mark(obj, r)
 	return true
 }
 
 // busy reports whether a write to obj is in flight for a holder other than holder.
 func (e *expectations) busy(obj objectKey, holder types.UID) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	r := e.records[obj]
 	return r != nil && r.holder != "" && r.holder != holder
 }
@@ -297,6 +371,7 @@ func (e *expectations) end(obj objectKey, holder types.UID) {
 	defer e.mu.Unlock()
 	if r := e.records[obj]; r != nil && r.holder == holder {
 		r.holder = ""
+		e.mark(obj, r)
 		e.tidy(obj)
 	}
 }
@@ -333,8 +408,8 @@ func (e *expectations) applied(obj objectKey, uid types.UID, ann map[string]stri
 
 // annotations are upstream's annotations applied to obj of that UID (nil if none).
 func (e *expectations) annotations(obj objectKey, uid types.UID) map[string]string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	if r := e.records[obj]; r != nil && r.annotatedUID == uid {
 		return r.annotated
 	}
@@ -344,8 +419,8 @@ func (e *expectations) annotations(obj objectKey, uid types.UID) map[string]stri
 // reportedOn is the refusal last reported on obj; report records msg as it ("" once it no
 // longer stands).
 func (e *expectations) reportedOn(obj objectKey) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	if r := e.records[obj]; r != nil {
 		return r.reported
 	}
@@ -370,11 +445,14 @@ func (e *expectations) forget(obj objectKey) {
 	defer e.mu.Unlock()
 	delete(e.records, obj)
 	delete(e.records, statusKey(obj))
+	delete(e.marked, obj)
+	delete(e.marked, statusKey(obj))
 	for k := range e.owned[obj] {
 		if r := e.records[k]; r != nil && r.owner == obj {
 			r.created, r.deleted = time.Time{}, time.Time{}
 			if r.from != "" && k.kind != obj.kind {
 				r.from = ""
+				e.mark(k, r)
 			}
 			e.tidy(k)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -89,6 +90,26 @@ func TestExpectations(t *testing.T) {
 				return append(out, e.busy(member, "b"), e.begin(member, "b"))
 			},
 			want: []any{true, true, false, true, false, true, false, true},
+		},
+		"the members a claim may be offered": {
+			reason: "a member the cache shows at the version an adoption started from, or another claim's adoption is in flight on, is left out; one the cache shows past the write is offered, and the write forgotten",
+			do: func(e *expectations) []any {
+				members := []*metav1.ObjectMeta{{Namespace: "ns", Name: "p-1", ResourceVersion: "7"}, {Namespace: "ns", Name: "p-2", ResourceVersion: "3"},
+					{Namespace: "ns", Name: "p-3", ResourceVersion: "9"}, {Namespace: "ns", Name: "p-4", ResourceVersion: "1"}}
+				key := func(ns, name string) objectKey { return keyOf("Sandbox", ns, name) }
+				e.wroteOn(member, claim, "claim-uid", "7")                        // p-1, still at 7
+				e.wroteOn(keyOf("Sandbox", "ns", "p-3"), claim, "claim-uid", "8") // the cache shows 9
+				e.begin(keyOf("Sandbox", "ns", "p-2"), "other-claim")
+				names := func(ms []*metav1.ObjectMeta) (out []string) {
+					for _, m := range ms {
+						out = append(out, m.Name)
+					}
+					return out
+				}
+				first := names(current(e, key, members, "claim-uid"))
+				return []any{first, e.stale(keyOf("Sandbox", "ns", "p-3"), "8"), names(current(e, key, members, "other-claim"))}
+			},
+			want: []any{[]string{"p-3", "p-4"}, false, []string{"p-2", "p-3", "p-4"}},
 		},
 		"first Ready": {
 			reason: "an object counts its first Ready once; one made again under its name counts again",

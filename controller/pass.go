@@ -53,12 +53,23 @@ func begin(ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Re
 
 // reconcileWith is every reconciler's pass: begin (read the object and its namespace's render
 // options), observe (what the cache and, where it must, the API server hold for it: a kind's
-// pass, nil when there is nothing to render), then run (render.Plan*, execute, status).
+// pass, nil when there is nothing to render), then run (render.Plan*, execute, status). A kind
+// whose object alone tells render that nobody waits on its pass (background, nil for the others)
+// is held by the gate before it observes anything.
 func reconcileWith[O client.Object, S any, P planned[S]](ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Request, obj O,
-	observe func(context.Context, O, *passContext) (kindPass[S, P], error)) (ctrl.Result, error) {
+	observe func(context.Context, O, *passContext) (kindPass[S, P], error), background func(O) bool) (ctrl.Result, error) {
 	pc, err := begin(ctx, x, configs, req, obj)
 	if pc == nil || err != nil {
 		return ctrl.Result{}, err
+	}
+	if background != nil && background(obj) {
+		if x.gate.hold(kindOf(obj), req) {
+			// Held before anything is read: render says from the object alone that nobody
+			// waits on its pass, and reading (a pool's every member and Pod) is most of what it
+			// would cost.
+			return ctrl.Result{RequeueAfter: x.gate.maxHold + time.Second}, nil
+		}
+		ctx = context.WithValue(ctx, gatePassed{}, true) // not held again once planned
 	}
 	k, err := observe(ctx, obj, pc)
 	if k == nil || err != nil {
@@ -66,6 +77,9 @@ func reconcileWith[O client.Object, S any, P planned[S]](ctx context.Context, x 
 	}
 	return run(ctx, x, obj, k)
 }
+
+// gatePassed marks a pass's context once the gate has let it through.
+type gatePassed struct{}
 
 // getCached reads the object of that name from the cache; false if it is not there (an error
 // other than not found is logged: the pass goes on as if it were absent, and its create is
@@ -79,13 +93,15 @@ func getCached(ctx context.Context, c client.Reader, ns, name string, obj client
 }
 
 // controllerFor starts the controller every rendering reconciler has: its name, its kind, its
-// logs, its workers, and a watch of the SandboxRenders that govern its objects (list lists them).
-func controllerFor(mgr ctrl.Manager, name string, obj client.Object, group, kind string, workers int, list func() client.ObjectList) *builder.TypedBuilder[reconcile.Request] {
+// logs, its workers, a watch of the SandboxRenders that govern its objects (list lists them),
+// and the gate's wake-ups of its held passes.
+func controllerFor(mgr ctrl.Manager, x *executor, name string, obj client.Object, group, kind string, workers int, list func() client.ObjectList) *builder.TypedBuilder[reconcile.Request] {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(obj).
 		WithLogConstructor(reconcileLogs(mgr.GetLogger(), name, group, kind)).
 		Watches(governs(mgr.GetClient(), list)).
+		WatchesRawSource(x.gate.source(kind)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 }
 

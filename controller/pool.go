@@ -30,7 +30,7 @@ type PoolReconciler struct {
 // warm-pool label), their templates, and the SandboxRenders that govern them.
 func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	return controllerFor(mgr, "sandboxwarmpool", &extv1beta1.SandboxWarmPool{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind, r.workers,
+	return controllerFor(mgr, r.x, "sandboxwarmpool", &extv1beta1.SandboxWarmPool{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxWarmPoolKind, r.workers,
 		func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} }).
 		Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(poolOfMember(c))).
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(poolsOfTemplate(c))).
@@ -39,7 +39,8 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile runs one pass over a pool: observe, render.PlanPool, execute, status.
 func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxWarmPool{}, r.observe)
+	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxWarmPool{}, r.observe,
+		func(p *extv1beta1.SandboxWarmPool) bool { return render.PoolBackground(p, p.Status) })
 }
 
 // poolPass is a pool's pass: what was found, for render.PlanPool.

@@ -38,7 +38,7 @@ type SandboxReconciler struct {
 // and the SandboxRenders that govern them.
 func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
-	return controllerFor(mgr, "sandbox", &agentsv1beta1.Sandbox{}, agentsv1beta1.GroupVersion.Group, agentsv1beta1.SandboxKind, r.workers,
+	return controllerFor(mgr, r.x, "sandbox", &agentsv1beta1.Sandbox{}, agentsv1beta1.GroupVersion.Group, agentsv1beta1.SandboxKind, r.workers,
 		func() client.ObjectList { return &agentsv1beta1.SandboxList{} }).
 		Watches(&corev1.Pod{}, toSandbox).
 		Watches(&corev1.Service{}, toSandbox).
@@ -49,7 +49,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile runs one pass over a Sandbox: observe, render.PlanSandbox, execute, status.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileWith(ctx, r.x, r.configs, req, &agentsv1beta1.Sandbox{}, r.observe)
+	return reconcileWith(ctx, r.x, r.configs, req, &agentsv1beta1.Sandbox{}, r.observe, nil)
 }
 
 // sandboxPass is a Sandbox's pass: what was found, for render.PlanSandbox.

@@ -44,6 +44,10 @@ type Options struct {
 	Controllers []string
 	// Upstream writes upstream's annotations into Sandboxes and claims (--upstream-annotations).
 	Upstream render.UpstreamAnnotations
+	// BackgroundHold is the longest a pass nobody waits on (render.Plan.Background) is held
+	// while writes somebody waits on are in flight; 0 means DefaultBackgroundHold, a negative
+	// value holds nothing (--background-hold).
+	BackgroundHold time.Duration
 	// Now is the reconcilers' clock; time.Now when nil. Time enters render only as this value,
 	// so a test can run the controller at the moment a preview shows (render.Options.Now).
 	Now func() time.Time
@@ -133,8 +137,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	hold := opts.BackgroundHold
+	if hold == 0 {
+		hold = DefaultBackgroundHold
+	}
+	g := newGate(hold, opts.Now)
+	events := newEventSink(mgr.GetEventRecorder("sandbox-gitops"), g)
+	g.send = events.send
+	if err := mgr.Add(g); err != nil {
+		return err
+	}
 	x := &executor{client: mgr.GetClient(), reader: mgr.GetAPIReader(), applies: newApplyTransport(mgr),
-		events: newEventSink(mgr.GetEventRecorder("sandbox-gitops")), expect: newExpectations(), now: opts.Now}
+		events: events, expect: newExpectations(), gate: g, now: opts.Now}
 	configs := newRenderConfigs(mgr.GetClient(), opts.Render, opts.Upstream)
 	workers := func(n, def int) int {
 		if n > 0 {

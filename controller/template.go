@@ -26,7 +26,7 @@ type TemplateReconciler struct {
 // SetupWithManager registers the reconciler: templates, the NetworkPolicies they own or would
 // own, and the SandboxRenders that govern them.
 func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return controllerFor(mgr, "sandboxtemplate", &extv1beta1.SandboxTemplate{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxTemplateKind, r.workers,
+	return controllerFor(mgr, r.x, "sandboxtemplate", &extv1beta1.SandboxTemplate{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxTemplateKind, r.workers,
 		func() client.ObjectList { return &extv1beta1.SandboxTemplateList{} }).
 		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(templateOfPolicy)).
 		Complete(r)
@@ -34,7 +34,7 @@ func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile runs one pass over a template: observe, render.PlanTemplate, execute.
 func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxTemplate{}, r.observe)
+	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxTemplate{}, r.observe, nil)
 }
 
 // observe reads the template's NetworkPolicy from the cache, and the refusal last reported on the

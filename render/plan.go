@@ -57,6 +57,11 @@ type Plan[S any] struct {
 	// Error ends the pass as a failure once its steps and events are done, so that it is retried
 	// with backoff (someone else's object in the way, say). Empty for a pass that succeeds.
 	Error string `json:"error,omitempty"`
+	// Background says nobody waits on this pass's writes: a pool's refill, the re-sync of a
+	// Sandbox that is Ready and stays Ready, a template's NetworkPolicy. A controller may hold
+	// them while writes somebody waits on (a claim's adoption and status, a Sandbox on its way to
+	// Ready) are in flight: on a busy API server they are what those wait behind.
+	Background bool `json:"background,omitempty"`
 }
 
 // Pass is the plan every kind's plan embeds, for the executor.

@@ -88,8 +88,20 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, 
 	plan.Status = &st
 	plan.WriteStatus = st != pool.Status
 	plan.warn(pool, held)
+	// A claim takes a member that is Ready already: nobody waits on the refill, until so few are
+	// left that the next claims would start cold.
+	plan.Background = PoolBackground(pool, st)
 	return plan
 }
+
+// PoolBackground says whether a pool whose status is st has no pass anybody waits on: it keeps
+// its reserve of Ready members (a quarter of its replicas, at least one), so its refill and
+// anything else it writes can wait behind the claims it serves. A controller asks it of the
+// status as last written, before it reads anything for a pass.
+func PoolBackground(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmPoolStatus) bool {
+	return st.ReadyReplicas >= max(Replicas(pool)/4, 1)
+}
+
 
 // judge goes through the pool's members by name: orphans are taken in (or deleted when stale),
 // stale members go under Recreate, members not Ready after the grace period go unless their Pod

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
 // SandboxFound is what a controller found in the cluster for one Sandbox's pass: its children.
@@ -123,6 +124,7 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, found SandboxFound, now metav1.Time,
 	}
 	if plan.Status != nil {
 		plan.upstreamAnnotations(sb, found, opts)
+		plan.Background = sandboxBackground(sb, plan.Status)
 	}
 	return plan
 }
@@ -157,6 +159,19 @@ func (p *SandboxPlan) reconcile(sb *agentsv1beta1.Sandbox, found SandboxFound, n
 		in.Err = podErr
 	}
 	plan.active(sb, in, pod, now, opts)
+}
+
+// sandboxBackground says nobody waits on a Sandbox's pass: it is Ready before the pass and after
+// it (a warm member just adopted, whose Pod takes the claim's labels: whoever uses it is served
+// whenever the pass writes), or it is a pool member no claim has taken yet (a refill: a claim
+// takes only a member that is Ready already).
+func sandboxBackground(sb *agentsv1beta1.Sandbox, next *agentsv1beta1.SandboxStatus) bool {
+	if sb.Labels[agentsv1beta1.SandboxWarmPoolLabel] != "" && metav1.GetControllerOfNoCopy(sb) != nil &&
+		metav1.GetControllerOfNoCopy(sb).Kind == extv1beta1.SandboxWarmPoolKind {
+		return true
+	}
+	return meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) &&
+		meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady)
 }
 
 // cleanUp is the second expired pass: the owned Pod and Service go (one already terminating is

@@ -119,7 +119,8 @@ type TemplatePlan struct {
 // template-ref-hash (an earlier render applied by a GitOps tool, which cannot know UIDs) is
 // adopted; upstream refuses every policy it does not control.
 func PlanTemplate(t *extv1beta1.SandboxTemplate, found TemplateFound, opts Options) *TemplatePlan {
-	plan := &TemplatePlan{}
+	// Nobody's Sandbox waits on the template's policy: it applies to Pods whenever it comes.
+	plan := &TemplatePlan{Plan: Plan[NoStatus]{Background: true}}
 	want := TemplateNetworkPolicy(t, opts)
 	have := found.NetworkPolicy
 	owned := have != nil && templateOwns(t, have)

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -117,17 +118,33 @@ func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members [
 	// so members created in the same second (a fresh pool, always) are told apart by creation
 	// order: the ordinal of their name in PoolMemberNames, which creates them in that order.
 	order := memberOrder(claim.Namespace, cp.Pool.Name, len(ready)+len(networked))
-	oldestFirst := func(a, b *agentsv1beta1.Sandbox) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(order(a.Name), order(b.Name)), strings.Compare(a.Name, b.Name))
-	}
-	slices.SortFunc(ready, oldestFirst)
-	slices.SortFunc(networked, oldestFirst)
+	ready, networked = oldestFirst(ready, order), oldestFirst(networked, order)
 	if len(ready) > 1 {
 		k := rank % len(ready)
 		ready = append(ready[k:], ready[:k]...)
 	}
 	out.Adoptable = append(ready, networked...)
 	return out
+}
+
+// oldestFirst sorts members by creation, then by their creation order in the pool (order), then
+// by name; each member's order is looked up once, not on every comparison.
+func oldestFirst(members []*agentsv1beta1.Sandbox, order func(string) int) []*agentsv1beta1.Sandbox {
+	type keyed struct {
+		sb    *agentsv1beta1.Sandbox
+		order int
+	}
+	ks := make([]keyed, len(members))
+	for i, m := range members {
+		ks[i] = keyed{m, order(m.Name)}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		return cmp.Or(a.sb.CreationTimestamp.Compare(b.sb.CreationTimestamp.Time), cmp.Compare(a.order, b.order), strings.Compare(a.sb.Name, b.sb.Name))
+	})
+	for i, k := range ks {
+		members[i] = k.sb
+	}
+	return members
 }
 
 // ClaimWarmWait is how long a claim should wait before looking at its pool again instead of
@@ -231,21 +248,49 @@ func ClaimNotControlledError(claim *extv1beta1.SandboxClaim) *ClaimError {
 // memberOrder ranks a pool's member names by the order PoolMemberNames gives them (ordinal, then
 // attempt), for the first ordinals a pool of about n members uses; any other name ranks after.
 func memberOrder(namespace, pool string, n int) func(name string) int {
-	const attempts = 3
 	limit := 2*n + 8 // replaced members reuse the lowest free ordinals; a few are taken by others
-	rank := make(map[string]int, limit*attempts)
+	table := memberRanks(namespace, pool, limit)
+	return func(name string) int {
+		if r, ok := table[name]; ok && r < limit*memberAttempts {
+			return r
+		}
+		return limit * memberAttempts
+	}
+}
+
+// memberAttempts is how many attempts of each ordinal memberOrder ranks.
+const memberAttempts = 3
+
+// rankTables memoises memberRanks per namespace and pool: a claim pass ranks its pool's members,
+// and the names of a pool of a thousand are three thousand hashes, which every pass of a burst
+// of claims would compute again. A table only ever grows, and the ranks of its names do not
+// depend on its size, so the memo changes no result.
+var rankTables sync.Map // "namespace/pool" → *rankTable
+
+type rankTable struct {
+	limit int
+	rank  map[string]int
+}
+
+// memberRanks is each name PoolMemberName gives the first limit ordinals of a pool (or more),
+// with its rank: ordinal*memberAttempts + attempt, the first it has.
+func memberRanks(namespace, pool string, limit int) map[string]int {
+	key := namespace + "/" + pool
+	if t, ok := rankTables.Load(key); ok && t.(*rankTable).limit >= limit {
+		return t.(*rankTable).rank
+	}
+	if t, ok := rankTables.Load(key); ok {
+		limit = max(limit, 2*t.(*rankTable).limit)
+	}
+	rank := make(map[string]int, limit*memberAttempts)
 	for ordinal := range limit {
-		for attempt := range attempts {
+		for attempt := range memberAttempts {
 			name := PoolMemberName(namespace, pool, ordinal, attempt)
 			if _, seen := rank[name]; !seen {
-				rank[name] = ordinal*attempts + attempt
+				rank[name] = ordinal*memberAttempts + attempt
 			}
 		}
 	}
-	return func(name string) int {
-		if r, ok := rank[name]; ok {
-			return r
-		}
-		return limit * attempts
-	}
+	rankTables.Store(key, &rankTable{limit: limit, rank: rank})
+	return rank
 }

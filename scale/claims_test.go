@@ -126,7 +126,10 @@ type claimResult struct {
 	rate float64
 	// writes are the API server's writes in the run's window, by resource and verb.
 	writes benchkit.Counts
-	n      int
+	// reads are the API server's reads in the window (every client's: the controller's, the
+	// cluster's components' and the benchmark's own), by resource and verb.
+	reads benchkit.Counts
+	n     int
 	// refill is from the first create until the pool is full and Ready again; refillAfter from
 	// the last claim's Ready (zero for the floor, which has no controller).
 	refill, refillAfter time.Duration
@@ -178,9 +181,9 @@ func (r claimResult) report(b *testing.B, prefix string) {
 	}
 	b.ReportMetric(r.cpu["kube-apiserver"].Seconds(), prefix+"s-cpu-apiserver")
 	b.ReportMetric(r.cpu["etcd"].Seconds(), prefix+"s-cpu-etcd")
-	b.Logf("%sp50 %v p90 %v p99 %v max %v of %d claims; load %.1f/s achieved (max lag %v); writes per claim: %.2f critical, %.2f in all (events %.0f, the scheduler's included); pool refilled %v after the first create, %v after the last Ready; window %v, CPU: %s; writes %v; reconcilers (mean wait in queue / mean pass): %s",
+	b.Logf("%sp50 %v p90 %v p99 %v max %v of %d claims; load %.1f/s achieved (max lag %v); writes per claim: %.2f critical, %.2f in all (events %.0f, the scheduler's included); pool refilled %v after the first create, %v after the last Ready; window %v, CPU: %s; writes %v; reads %v; reconcilers (mean wait in queue / mean pass): %s",
 		prefix, r.q(0.5), r.q(0.9), r.q(0.99), r.q(1), r.n, r.rate, r.lag, criticalTotal/float64(r.n), all/float64(r.n), events,
-		r.refill.Round(10*time.Millisecond), r.refillAfter.Round(10*time.Millisecond), r.wall.Round(10*time.Millisecond), r.cpuShares, r.writes, r.queues)
+		r.refill.Round(10*time.Millisecond), r.refillAfter.Round(10*time.Millisecond), r.wall.Round(10*time.Millisecond), r.cpuShares, r.writes, r.reads, r.queues)
 }
 
 // claimRun runs one scenario in a namespace of its own: a pool filled by the controller, then
@@ -207,7 +210,14 @@ func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario string, floor 
 	if err != nil {
 		b.Fatal(err)
 	}
+	readsBefore, err := benchkit.Reads(ctx, e.cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cpuBefore := benchkit.CPU(e.pids(ctl))
+	if !floor {
+		ctl.profile(b, scenario+"-burst.pb.gz", time.Duration(p.seconds)*time.Second)
+	}
 	start := time.Now()
 	var results []loadgen.Result
 	switch scenario {
@@ -237,6 +247,11 @@ func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario string, floor 
 		b.Fatal(err)
 	}
 	r.writes, _ = writesAfter.Since(writesBefore, nil)
+	readsAfter, err := benchkit.Reads(ctx, e.cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.reads, _ = readsAfter.Since(readsBefore, nil)
 	cpuAfter := benchkit.CPU(e.pids(ctl))
 	r.cpu = map[string]time.Duration{}
 	for name, c := range cpuAfter {

@@ -97,7 +97,27 @@ func startEnv(b *testing.B, nodes int) *scaleEnv {
 type controllerProc struct {
 	cmd     *exec.Cmd
 	metrics string // its /metrics address
+	pprof   string // its /debug/pprof address, with SANDBOX_SCALE_PROFILE
 	stopped bool
+}
+
+// profile saves a CPU profile of the controller over d to $SANDBOX_SCALE_PROFILE/name, when
+// profiling is on; it returns at once and writes when the profile is done.
+func (p *controllerProc) profile(b *testing.B, name string, d time.Duration) {
+	dir := os.Getenv("SANDBOX_SCALE_PROFILE")
+	if dir == "" || p.pprof == "" {
+		return
+	}
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.pprof, int(d.Seconds())))
+		if err != nil {
+			b.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		_ = os.WriteFile(filepath.Join(dir, name), body, 0o644)
+	}()
 }
 
 // startController runs the controller on namespace ns with upstream's scalability-test settings
@@ -105,6 +125,11 @@ type controllerProc struct {
 func (e *scaleEnv) startController(b *testing.B, ns string, extra ...string) *controllerProc {
 	b.Helper()
 	metrics := testenv.FreeAddr(b)
+	var pprof string
+	if os.Getenv("SANDBOX_SCALE_PROFILE") != "" {
+		pprof = testenv.FreeAddr(b)
+		extra = append(extra, "--pprof-bind-address", pprof)
+	}
 	args := append([]string{"--kubeconfig", e.kubeconfig, "--namespaces", ns, "--enable-webhook=false",
 		"--kube-api-qps", "1000", "--kube-api-burst", "2000", "--sandbox-workers", "50", "--claim-workers", "50",
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", "0", "--zap-log-level", logLevel()}, extra...)
@@ -113,7 +138,7 @@ func (e *scaleEnv) startController(b *testing.B, ns string, extra ...string) *co
 	if err := testenv.StartProcess(cmd); err != nil {
 		b.Fatal(err)
 	}
-	p := &controllerProc{cmd: cmd, metrics: metrics}
+	p := &controllerProc{cmd: cmd, metrics: metrics, pprof: pprof}
 	b.Cleanup(p.stop)
 	return p
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -97,6 +98,7 @@ type flags struct {
 	namespaces                 string
 	qps                        float64
 	burst                      int
+	backgroundHold             time.Duration
 	webhook                    webhookFlags
 	version                    bool
 	zap                        zap.Options
@@ -203,6 +205,7 @@ func (f *flags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.sandboxWorkers, "sandbox-workers", 100, "concurrent Sandbox reconciles")
 	fs.IntVar(&f.tplWorkers, "template-workers", 1, "concurrent SandboxTemplate reconciles")
 	fs.IntVar(&f.claimWorkers, "claim-workers", 50, "concurrent SandboxClaim reconciles")
+	fs.DurationVar(&f.backgroundHold, "background-hold", controller.DefaultBackgroundHold, "the longest writes nobody waits on (a pool's refill, re-syncs of Ready Sandboxes, events) wait behind writes somebody waits on (a claim's adoption and status, a Sandbox on its way to Ready); 0 sends them at once")
 	fs.IntVar(&f.poolWorkers, "warm-pool-workers", 1, "concurrent SandboxWarmPool reconciles")
 	fs.StringVar(&f.controllers, "controllers", "*", "comma-separated reconcilers to run, * for all: "+strings.Join(controller.Controllers, ", "))
 	f.webhook.bind(fs)
@@ -225,6 +228,13 @@ func (f *flags) options() (*controller.Options, error) {
 	if f.sandboxWorkers < 1 || f.tplWorkers < 1 || f.claimWorkers < 1 || f.poolWorkers < 1 {
 		return nil, errors.New("--sandbox-workers, --template-workers, --claim-workers and --warm-pool-workers must be at least 1")
 	}
+	if f.backgroundHold < 0 {
+		return nil, fmt.Errorf("--background-hold %v: want a duration of 0 or more", f.backgroundHold)
+	}
+	hold := f.backgroundHold
+	if hold == 0 {
+		hold = -1 // Options: negative holds nothing
+	}
 	controllers, err := f.reconcilers()
 	if err != nil {
 		return nil, err
@@ -241,7 +251,7 @@ func (f *flags) options() (*controller.Options, error) {
 	}
 	return &controller.Options{Render: cfg.Options(), SandboxWorkers: f.sandboxWorkers, TemplateWorkers: f.tplWorkers,
 		ClaimWorkers: f.claimWorkers, PoolWorkers: f.poolWorkers, Namespaces: splitList(f.namespaces), Controllers: controllers,
-		Upstream: render.UpstreamAnnotations{Enabled: f.upstreamAnnotations, ClaimTiming: !f.noClaimTimingAnnotations}}, nil
+		Upstream: render.UpstreamAnnotations{Enabled: f.upstreamAnnotations, ClaimTiming: !f.noClaimTimingAnnotations}, BackgroundHold: hold}, nil
 }
 
 // checkConnections checks what the controller listens on and how hard it may press the API

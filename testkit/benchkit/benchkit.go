@@ -33,6 +33,23 @@ var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPL
 // Writes reads apiserver_request_total from the API server's /metrics: its write requests by
 // resource and verb, dry runs left out.
 func Writes(ctx context.Context, cfg *rest.Config) (Counts, error) {
+	body, err := metrics(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWrites(body), nil
+}
+
+// Reads is Writes for the reads: GET, LIST and WATCH requests by resource and verb.
+func Reads(ctx context.Context, cfg *rest.Config) (Counts, error) {
+	body, err := metrics(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return parseRequests(body, readVerbs), nil
+}
+
+func metrics(ctx context.Context, cfg *rest.Config) ([]byte, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -41,11 +58,17 @@ func Writes(ctx context.Context, cfg *rest.Config) (Counts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the API server's /metrics: %w", err)
 	}
-	return ParseWrites(body), nil
+	return body, nil
 }
 
+// readVerbs are the verbs apiserver_request_total counts reads under.
+var readVerbs = map[string]bool{"GET": true, "LIST": true, "WATCH": true}
+
 // ParseWrites reads the write requests of apiserver_request_total from a /metrics body.
-func ParseWrites(body []byte) Counts {
+func ParseWrites(body []byte) Counts { return parseRequests(body, writeVerbs) }
+
+// parseRequests reads the requests of apiserver_request_total with one of verbs.
+func parseRequests(body []byte, verbs map[string]bool) Counts {
 	out := Counts{}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -63,7 +86,7 @@ func ParseWrites(body []byte) Counts {
 			k, v, _ := strings.Cut(kv, "=")
 			labels[k] = strings.Trim(v, `"`)
 		}
-		if !writeVerbs[labels["verb"]] || labels["dry_run"] != "" {
+		if !verbs[labels["verb"]] || labels["dry_run"] != "" {
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(rest[i+2:]), 64)
