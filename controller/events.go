@@ -18,7 +18,9 @@ type eventSink struct {
 }
 
 // newEventSink wraps an events.k8s.io recorder (manager.GetEventRecorder).
-func newEventSink(r events.EventRecorder, g *gate) *eventSink { return &eventSink{recorder: r, gate: g} }
+func newEventSink(r events.EventRecorder, g *gate) *eventSink {
+	return &eventSink{recorder: r, gate: g}
+}
 
 // record records a plan's events on obj, or leaves them to the gate while it is closed.
 func (e *eventSink) record(obj runtime.Object, events ...render.Event) {

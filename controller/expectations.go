@@ -50,7 +50,7 @@ type expectations struct {
 	// marked are the records with a write on a version or a write in flight: the few that decide
 	// which of a pool's members a claim may be offered (current).
 	marked map[objectKey]struct{}
-	adds  int
+	adds   int
 	// since is when this process started reconciling (see started), set once.
 	since atomic.Pointer[time.Time]
 }

@@ -192,4 +192,3 @@ func (g *gate) Start(ctx context.Context) error {
 
 // NeedLeaderElection: a replica that does not lead writes nothing, and holds nothing.
 func (g *gate) NeedLeaderElection() bool { return false }
-

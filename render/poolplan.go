@@ -102,7 +102,6 @@ func PoolBackground(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmP
 	return st.ReadyReplicas >= max(Replicas(pool)/4, 1)
 }
 
-
 // judge goes through the pool's members by name: orphans are taken in (or deleted when stale),
 // stale members go under Recreate, members not Ready after the grace period go unless their Pod
 // cannot be scheduled (then they are held). It returns the members that stay, the held ones,
