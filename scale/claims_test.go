@@ -146,13 +146,15 @@ type claimResult struct {
 func (r claimResult) q(q float64) time.Duration { return benchkit.Quantile(r.latencies, q) }
 
 // controllerWrite says whether a write is one only the controller makes here: not the load
-// generator's claim creates, the scheduler's bindings, kwok's Pod and Node status or the
-// leases, and not events, which the scheduler writes too (counted apart).
+// generator's creates (the controller creates with APPLY), the scheduler's bindings, kwok's Pod
+// and Node status, kube-controller-manager's endpoints and tokens, the leases, and not events,
+// which the scheduler writes too (counted apart).
 func controllerWrite(key string) bool {
 	switch {
-	case key == "sandboxclaims POST", strings.HasPrefix(key, "pods/binding "), strings.HasPrefix(key, "pods/status "),
+	case key == "sandboxclaims POST", key == "sandboxes POST", strings.HasPrefix(key, "pods/binding "), strings.HasPrefix(key, "pods/status "),
 		strings.HasPrefix(key, "nodes"), strings.HasPrefix(key, "leases "), strings.HasPrefix(key, "events "),
-		strings.HasPrefix(key, "namespaces "), strings.HasPrefix(key, "customresourcedefinitions"):
+		strings.HasPrefix(key, "namespaces "), strings.HasPrefix(key, "customresourcedefinitions"),
+		strings.HasPrefix(key, "endpoints"), strings.HasPrefix(key, "serviceaccounts"):
 		return false
 	}
 	return true
