@@ -10,7 +10,7 @@ CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok
 CLUSTER_DIR := $(CURDIR)/.cluster
 NODES ?= 1
 
-.PHONY: all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
+.PHONY: bench-scale all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
 
 all: lint build test ## Lint, build and test.
 
@@ -86,6 +86,12 @@ bench: ## Run the benchmarks (figures go into the README); the scale table runs 
 	SANDBOX_BENCH_SIZES=2000 go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
 	SANDBOX_BENCH_SIZES=4000 go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
 	go test -run '^$$' -bench Claims -benchtime 1x -timeout 20m ./controller/
+
+bench-scale: ## Upstream's kwok scale scenarios with a floor in the same run, the rate this machine sustains, and convergence of 1k to 10k Sandboxes with a restart, each on a local cluster of 100 kwok Nodes (not in CI; about an hour).
+	@for t in $(CLUSTER_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
+	go test -run '^$$' -bench 'ScaleClaims' -benchtime 1x -timeout 120m ./scale/
+	go test -run '^$$' -bench 'ScaleThroughput' -benchtime 1x -timeout 120m ./scale/
+	go test -run '^$$' -bench 'ScaleConverge' -benchtime 1x -timeout 180m ./scale/
 
 # Each fuzz target as package:Target; their seed corpora (every repro of a crash or a wrong
 # accept, and the golden inputs) run in every `make test`.

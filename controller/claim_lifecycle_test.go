@@ -74,9 +74,8 @@ func TestClaimLifecycle(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 	eventually(t, time.Minute, "the retained claim's Sandbox deleted", func() error { return notFound(ns, "retain", &agentsv1beta1.Sandbox{}) })
-	if err := findEvent(ns, "retain", extv1beta1.ClaimExpiredReason); err != nil {
-		t.Error(err)
-	}
+	// Events wait behind the writes somebody waits on (the gate), and are sent asynchronously.
+	eventually(t, time.Minute, "the ClaimExpiredReason event", func() error { return findEvent(ns, "retain", extv1beta1.ClaimExpiredReason) })
 	eventually(t, time.Minute, "the foreground claim being deleted", func() error {
 		c := &extv1beta1.SandboxClaim{}
 		if err := get(ns, "foreground", c); err != nil {

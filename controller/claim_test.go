@@ -88,9 +88,8 @@ func TestClaimWarmAdoption(t *testing.T) {
 		}
 		return nil
 	})
-	if err := findEvent(ns, "sdk-claim", "SandboxAdopted"); err != nil {
-		t.Error(err)
-	}
+	// Events wait behind the writes somebody waits on (the gate), and are sent asynchronously.
+	eventually(t, time.Minute, "the SandboxAdopted event", func() error { return findEvent(ns, "sdk-claim", "SandboxAdopted") })
 	shutdown := metav1.NewTime(time.Now().Add(2 * time.Second).Truncate(time.Second))
 	updateClaim(t, ns, "sdk-claim", func(c *extv1beta1.SandboxClaim) { c.Spec.Lifecycle.ShutdownTime = &shutdown })
 	eventually(t, time.Minute, "the claim deleted at its shutdownTime", func() error {
@@ -147,9 +146,8 @@ func TestClaimColdStart(t *testing.T) {
 	if diff := cmp.Diff(want.Spec.PodTemplate, sb.Spec.PodTemplate); diff != "" {
 		t.Errorf("pod template (-render +cluster):\n%s", diff)
 	}
-	if err := findEvent(ns, "with-env", "SandboxProvisioned"); err != nil {
-		t.Error(err)
-	}
+	// Events wait behind the writes somebody waits on (the gate), and are sent asynchronously.
+	eventually(t, time.Minute, "the SandboxProvisioned event", func() error { return findEvent(ns, "with-env", "SandboxProvisioned") })
 	if members, _, _ := poolMembers(ns, "python-pool"); len(members) != 1 {
 		t.Errorf("the pool has %d members, want its 1 untouched", len(members))
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -112,7 +113,34 @@ func observedPod(in any) (any, error) {
 	if _, err := keepOwnManagedFields(pod); err != nil {
 		return nil, err
 	}
+	for i := range pod.ManagedFields {
+		pod.ManagedFields[i].FieldsV1 = metadataFields(pod.ManagedFields[i].FieldsV1)
+	}
 	return render.ObservedPod(pod), nil
+}
+
+// metadataFields is the metadata part of a managedFields entry's field set. An existing Pod is
+// only ever applied its metadata (its spec is never updated; render scopes every Pod update to
+// labels, annotations and owner references), so that is all the applier's compare reads of it;
+// the spec's fields were most of what a cached Pod held (and a Pod that must be written is read
+// whole from the API server first). A field set that does not parse is kept as it is.
+func metadataFields(f *metav1.FieldsV1) *metav1.FieldsV1 {
+	if f == nil {
+		return nil
+	}
+	var all map[string]json.RawMessage
+	if json.Unmarshal(f.Raw, &all) != nil {
+		return f
+	}
+	md, ok := all["f:metadata"]
+	if !ok {
+		return &metav1.FieldsV1{Raw: []byte("{}")}
+	}
+	raw, err := json.Marshal(map[string]json.RawMessage{"f:metadata": md})
+	if err != nil {
+		return f
+	}
+	return &metav1.FieldsV1{Raw: raw}
 }
 
 func keepOwnManagedFields(in any) (any, error) {

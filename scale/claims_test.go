@@ -38,6 +38,9 @@ type claimParams struct {
 	pause         time.Duration
 	clients       int
 	scenarios     []string
+	// total, when set, is the number of claims of a continuous burst, whatever its rate (the
+	// throughput search keeps it and varies the rate).
+	total int
 }
 
 func readClaimParams(b *testing.B) claimParams {
@@ -76,8 +79,11 @@ func readClaimParams(b *testing.B) claimParams {
 
 // claims is how many claims a scenario creates.
 func (p claimParams) claims(scenario string) int {
-	if scenario == "rapid-burst" {
+	switch {
+	case scenario == "rapid-burst":
 		return p.burst * p.bursts
+	case p.total > 0:
+		return p.total
 	}
 	return int(p.rate * float64(p.seconds))
 }
@@ -218,7 +224,7 @@ func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario string, floor 
 	}
 	cpuBefore := benchkit.CPU(e.pids(ctl))
 	if !floor {
-		ctl.profile(b, scenario+"-burst.pb.gz", time.Duration(p.seconds)*time.Second)
+		ctl.profile(b, scenario+"-burst.pb.gz", time.Duration(float64(n)/p.rate*float64(time.Second)))
 	}
 	start := time.Now()
 	var results []loadgen.Result
@@ -461,4 +467,49 @@ func (r *readyWatch) at(name string) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.when[name]
+}
+
+// BenchmarkScaleThroughput looks for the rate this machine sustains: continuous bursts of 750
+// claims (upstream's count) at each rate of SANDBOX_SCALE_RATES (default 25, 50, 75, 100, 150 a
+// second), each rate in a fresh cluster with the floor and the controller, as BenchmarkScaleClaims
+// runs them. The highest rate whose p99 is 500 ms or less (upstream's threshold) is reported,
+// for the controller and for the floor.
+func BenchmarkScaleThroughput(b *testing.B) {
+	p := readClaimParams(b)
+	p.total = 750
+	rates := []float64{25, 50, 75, 100, 150}
+	if v := os.Getenv("SANDBOX_SCALE_RATES"); v != "" {
+		rates = nil
+		for _, f := range strings.Split(v, ",") {
+			r, err := strconv.ParseFloat(f, 64)
+			if err != nil || r <= 0 {
+				b.Fatalf("SANDBOX_SCALE_RATES=%q: want claims a second, more than 0", v)
+			}
+			rates = append(rates, r)
+		}
+	}
+	var lines []string
+	bestFloor, bestController := 0.0, 0.0
+	for _, rate := range rates {
+		b.Run(fmt.Sprintf("rate=%g", rate), func(b *testing.B) {
+			for range b.N {
+				q := p
+				q.rate = rate
+				e := startEnv(b, p.nodes)
+				floor := e.claimRun(b, q, "continuous-burst", true)
+				ctl := e.claimRun(b, q, "continuous-burst", false)
+				floor.report(b, "floor-")
+				ctl.report(b, "")
+				if floor.q(0.99) <= 500*time.Millisecond {
+					bestFloor = max(bestFloor, floor.rate)
+				}
+				if ctl.q(0.99) <= 500*time.Millisecond {
+					bestController = max(bestController, ctl.rate)
+				}
+				lines = append(lines, fmt.Sprintf("%g/s (achieved %.1f and %.1f): floor p99 %v, controller p99 %v",
+					rate, floor.rate, ctl.rate, floor.q(0.99).Round(time.Millisecond), ctl.q(0.99).Round(time.Millisecond)))
+			}
+		})
+	}
+	b.Logf("p99 by rate:\n%s\nhighest rate with p99 <= 500 ms: floor %.1f/s, controller %.1f/s (0: none of the rates tried)", strings.Join(lines, "\n"), bestFloor, bestController)
 }

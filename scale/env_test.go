@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
@@ -37,6 +39,9 @@ import (
 var scheme = runtime.NewScheme()
 
 func init() {
+	// The benchmark's clients log nothing worth reading; without a logger controller-runtime
+	// prints a warning with a stack trace.
+	ctrllog.SetLogger(logr.Discard())
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, agentsv1beta1.AddToScheme, extv1beta1.AddToScheme, renderv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)

@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sandbox-gitops/sandbox-gitops/render"
+)
+
+// TestGate: background passes and events wait while a foreground pass writes and for quiet
+// after it, at most maxHold; a held pass is woken once when the gate opens and let through
+// then, even if the gate has closed again.
+func TestGate(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	clock := func() time.Time { return now }
+	req := func(name string) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+	}
+	ev := render.Event{Type: "Normal", Reason: "Created", Message: "x"}
+
+	g := newGate(10*time.Second, clock)
+	ch := make(chan event.TypedGenericEvent[reconcile.Request], 8)
+	g.wake["Sandbox"] = ch
+	woken := func() (out []string) {
+		for {
+			select {
+			case e := <-ch:
+				out = append(out, e.Object.Name)
+			default:
+				slices.Sort(out)
+				return out
+			}
+		}
+	}
+
+	if g.hold("Sandbox", req("idle")) {
+		t.Fatal("a background pass was held with nothing in flight")
+	}
+	done := g.foreground()
+	got := []any{g.hold("Sandbox", req("a")), g.event(nil, ev)}
+	now = now.Add(time.Second)
+	done() // the foreground write ends; the gate stays closed for quiet
+	got = append(got, g.hold("Sandbox", req("b")), len(g.release()), woken())
+	now = now.Add(defaultQuiet)
+	got = append(got, len(g.release()), woken())
+	done = g.foreground() // closed again before the woken passes run
+	got = append(got, g.hold("Sandbox", req("a")), g.hold("Sandbox", req("b")), g.hold("Sandbox", req("c")))
+	now = now.Add(10 * time.Second) // c has been held maxHold: woken though the gate is closed
+	got = append(got, woken(), len(g.release()), woken(), g.hold("Sandbox", req("c")))
+	done()
+	want := []any{true, true, true, 0, []string(nil), 1, []string{"a", "b"}, false, false, true, []string(nil), 0, []string{"c"}, false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	off := newGate(-1, clock)
+	off.foreground()()
+	if off.hold("Sandbox", req("a")) || off.event(nil, ev) {
+		t.Error("a gate with no hold held something")
+	}
+}
