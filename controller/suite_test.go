@@ -1,13 +1,10 @@
 package controller_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -40,6 +36,7 @@ import (
 	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/benchkit"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/kubeletsim"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
@@ -330,55 +327,11 @@ func create(t testing.TB, obj client.Object) {
 // write requests (create, update, patch, apply, delete) by "resource[/subresource] VERB".
 func writeCounts(t testing.TB) map[string]float64 {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
+	w, err := benchkit.Writes(context.Background(), env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatalf("reading the API server's /metrics: %v", err)
-	}
-	return parseWrites(body)
-}
-
-func parseWrites(body []byte) map[string]float64 {
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		i := strings.LastIndex(rest, "} ")
-		if i < 0 {
-			continue
-		}
-		labels := map[string]string{}
-		for _, kv := range strings.Split(rest[:i], ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			labels[k] = strings.Trim(v, `"`)
-		}
-		switch labels["verb"] {
-		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE":
-		default:
-			continue
-		}
-		if labels["dry_run"] != "" {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rest[i+2:]), 64)
-		if err != nil {
-			continue
-		}
-		res := labels["resource"]
-		if labels["subresource"] != "" {
-			res += "/" + labels["subresource"]
-		}
-		out[res+" "+labels["verb"]] += v
-	}
-	return out
+	return w
 }
 
 // controllerResources are the resources only the controller under test writes in a test: the
@@ -401,13 +354,7 @@ var controllerResources = map[string]bool{
 
 // controllerWrites is the number of writes the controller made between two readings.
 func controllerWrites(before, after map[string]float64) (total float64, by map[string]float64) {
-	by = map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 && controllerResources[k] {
-			by[k] = d
-			total += d
-		}
-	}
+	by, total = benchkit.Counts(after).Since(before, func(k string) bool { return controllerResources[k] })
 	return total, by
 }
 
