@@ -503,3 +503,53 @@ func TestClaimWarmCandidatesFirstCreated(t *testing.T) {
 		t.Errorf("the older member %s is not first: %s", second, got.Adoptable[0].Name)
 	}
 }
+
+// TestSandboxBackground: nobody waits on a Sandbox Ready before and after its pass, nor on an
+// unclaimed member of a pool that keeps its reserve; a member of a pool short of its reserve is
+// what the next claims wait for, as is any Sandbox on its way to Ready.
+func TestSandboxBackground(t *testing.T) {
+	ready := []metav1.Condition{{Type: agentsv1beta1.ConditionReady, Status: metav1.ConditionTrue}}
+	pool := testPool(8, "")
+	member := func(readyNow bool) *agentsv1beta1.Sandbox {
+		sb := &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "pool-abcde", Namespace: "ns",
+			Labels:          map[string]string{agentsv1beta1.SandboxWarmPoolLabel: "hash"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: extv1beta1.SandboxWarmPoolKind, Name: "pool", UID: "pool-uid", Controller: ptr.To(true)}}}}
+		if readyNow {
+			sb.Status.Conditions = ready
+		}
+		return sb
+	}
+	withReady := func(n int32) *extv1beta1.SandboxWarmPool {
+		p := pool.DeepCopy()
+		p.Status.ReadyReplicas = n
+		return p
+	}
+	other := withReady(0)
+	other.Name = "other"
+	standalone := &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: "ns"}}
+	for name, tc := range map[string]struct {
+		sb        *agentsv1beta1.Sandbox
+		pool      *extv1beta1.SandboxWarmPool
+		readyNext bool
+		want      bool
+	}{
+		"StandaloneOnItsWay":      {sb: standalone, readyNext: true, want: false},
+		"StandaloneStaysReady":    {sb: func() *agentsv1beta1.Sandbox { s := standalone.DeepCopy(); s.Status.Conditions = ready; return s }(), readyNext: true, want: true},
+		"MemberPoolUnknown":       {sb: member(false), want: true},
+		"MemberPoolKeepsReserve":  {sb: member(false), pool: withReady(2), want: true},
+		"MemberPoolShort":         {sb: member(false), pool: withReady(1), want: false},
+		"MemberOtherPoolIgnored":  {sb: member(false), pool: other, want: true},
+		"ReadyMemberOfShortPool":  {sb: member(true), pool: withReady(0), readyNext: true, want: true},
+		"MemberTurningReadyShort": {sb: member(false), pool: withReady(0), readyNext: true, want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			next := &agentsv1beta1.SandboxStatus{}
+			if tc.readyNext {
+				next.Conditions = ready
+			}
+			if got := sandboxBackground(tc.sb, tc.pool, next); got != tc.want {
+				t.Errorf("sandboxBackground = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -500,7 +500,7 @@ func (r *readyWatch) at(name string) time.Time {
 func BenchmarkScaleThroughput(b *testing.B) {
 	p := readClaimParams(b)
 	p.total = 750
-	rates := []float64{25, 50, 75, 100, 150}
+	rates := []float64{10, 25, 50, 75, 100, 150}
 	if v := os.Getenv("SANDBOX_SCALE_RATES"); v != "" {
 		rates = nil
 		for _, f := range strings.Split(v, ",") {

@@ -3,5 +3,7 @@
 // 100 fake Nodes, at the limits of upstream agent-sandbox's kwok scalability test): upstream's
 // own claim scenarios with a floor in the same run, the rate the controller sustains, and
 // convergence up to 10,000 Sandboxes with a restart. They are not part of `make test` or CI: run
-// them with `make bench-scale`.
+// them with `make bench-scale`. SANDBOX_SCALE_CONTROLLER_ARGS adds flags to the controller's
+// (space-separated: "--separate-watch-connection" measures a connection of its own for the
+// watches), SANDBOX_SCALE_PROFILE names a directory for its CPU profiles.
 package scale

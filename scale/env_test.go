@@ -130,6 +130,7 @@ func (p *controllerProc) profile(b *testing.B, name string, d time.Duration) {
 func (e *scaleEnv) startController(b *testing.B, ns string, extra ...string) *controllerProc {
 	b.Helper()
 	metrics := testenv.FreeAddr(b)
+	extra = append(strings.Fields(os.Getenv("SANDBOX_SCALE_CONTROLLER_ARGS")), extra...)
 	var pprof string
 	if os.Getenv("SANDBOX_SCALE_PROFILE") != "" {
 		pprof = testenv.FreeAddr(b)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -99,6 +100,7 @@ type flags struct {
 	qps                        float64
 	burst                      int
 	backgroundHold             time.Duration
+	separateWatches            bool
 	webhook                    webhookFlags
 	version                    bool
 	zap                        zap.Options
@@ -206,6 +208,7 @@ func (f *flags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.tplWorkers, "template-workers", 1, "concurrent SandboxTemplate reconciles")
 	fs.IntVar(&f.claimWorkers, "claim-workers", 50, "concurrent SandboxClaim reconciles")
 	fs.DurationVar(&f.backgroundHold, "background-hold", controller.DefaultBackgroundHold, "the longest writes nobody waits on (a pool's refill, re-syncs of Ready Sandboxes, events) wait behind writes somebody waits on (a claim's adoption and status, a Sandbox on its way to Ready); 0 sends them at once")
+	fs.BoolVar(&f.separateWatches, "separate-watch-connection", false, "open the cache's lists and watches on a connection of their own, apart from the writes (upstream's #1240 did this, with HTTP/2 sharding; on our scale benchmark it did not change the claims' p99: see docs/controller.md)")
 	fs.IntVar(&f.poolWorkers, "warm-pool-workers", 1, "concurrent SandboxWarmPool reconciles")
 	fs.StringVar(&f.controllers, "controllers", "*", "comma-separated reconcilers to run, * for all: "+strings.Join(controller.Controllers, ", "))
 	f.webhook.bind(fs)
@@ -411,6 +414,16 @@ func start(ctx context.Context, f *flags, opts *controller.Options) error {
 	if err != nil {
 		return fail("setting up the conversion webhook", err)
 	}
+	cacheOpts := controller.CacheOptions(*opts)
+	if f.separateWatches {
+		// A Dial of its own keeps client-go from sharing the transport (and so the HTTP/2
+		// connection) the client's writes use.
+		watches := rest.CopyConfig(restConfig)
+		watches.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		if cacheOpts.HTTPClient, err = rest.HTTPClientFor(watches); err != nil {
+			return fail("creating the watch connection", err)
+		}
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
@@ -422,7 +435,7 @@ func start(ctx context.Context, f *flags, opts *controller.Options) error {
 		// The process ends as soon as the manager stops, so the Lease can be given up then: a
 		// stopped replica hands over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controller.CacheOptions(*opts),
+		Cache:                         cacheOpts,
 		MapperProvider:                controller.NewRESTMapper,
 		WebhookServer:                 webhookServer,
 	})
