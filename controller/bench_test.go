@@ -34,6 +34,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/benchkit"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
@@ -534,39 +535,13 @@ func startParallel(workers, n int, f func(i int) error) <-chan error {
 	return done
 }
 
-// requestCounts is apiserver_request_total by "resource[/subresource] VERB client", every verb.
-func requestCounts(b *testing.B) map[string]float64 {
-	cs, err := kubernetes.NewForConfig(env.Config)
+// requestCounts is apiserver_request_total by "resource[/subresource] VERB code", every verb.
+func requestCounts(b *testing.B) benchkit.Counts {
+	c, err := benchkit.Requests(context.Background(), env.Config)
 	if err != nil {
 		b.Fatal(err)
 	}
-	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		i := strings.LastIndex(rest, "} ")
-		if i < 0 {
-			continue
-		}
-		labels := map[string]string{}
-		for _, kv := range strings.Split(rest[:i], ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			labels[k] = strings.Trim(v, `"`)
-		}
-		v, _ := strconv.ParseFloat(strings.TrimSpace(rest[i+2:]), 64)
-		res := labels["resource"]
-		if labels["subresource"] != "" {
-			res += "/" + labels["subresource"]
-		}
-		out[res+" "+labels["verb"]+" "+labels["code"]] += v
-	}
-	return out
+	return c
 }
 
 // freeAddr is testenv.FreeAddr.

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
-	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
@@ -122,13 +121,6 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *agentsv1beta1.Sandb
 	}
 	for _, o := range p.children {
 		r.x.expect.seen(keyOf(childKind(o), sb.Namespace, o.GetName()), true)
-	}
-	if owner := metav1.GetControllerOfNoCopy(sb); owner != nil && owner.Kind == extv1beta1.SandboxWarmPoolKind {
-		// Whether a claim may be waiting for this member (render.SandboxFound.Pool).
-		pool := &extv1beta1.SandboxWarmPool{}
-		if getCached(ctx, c, sb.Namespace, owner.Name, pool) && pool.UID == owner.UID {
-			p.found.Pool = pool
-		}
 	}
 	p.found.Annotations = r.x.expect.annotations(keyOf(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name), sb.UID)
 	if name, read := render.PodToReadByName(sb, p.found); read {

@@ -251,7 +251,7 @@ func planFunc(cfg goldencase.Config) renderFunc {
 			return nil
 		}
 		for _, sb := range b.Sandboxes {
-			obs := observe(sb, b.Pools, observed)
+			obs := observe(sb, observed)
 			plan := render.PlanSandbox(sb, obs, *cfg.Now, opts)
 			// The controller caches only render.ObservedPod's part of a Pod: the plan must not
 			// depend on the rest.
@@ -291,15 +291,8 @@ func planFunc(cfg goldencase.Config) renderFunc {
 	}
 }
 
-func observe(sb *agentsv1beta1.Sandbox, pools []*extv1beta1.SandboxWarmPool, observed []*unstructured.Unstructured) render.SandboxFound {
+func observe(sb *agentsv1beta1.Sandbox, observed []*unstructured.Unstructured) render.SandboxFound {
 	obs := render.SandboxFound{}
-	if owner := metav1.GetControllerOfNoCopy(sb); owner != nil && owner.Kind == extv1beta1.SandboxWarmPoolKind {
-		for _, p := range pools {
-			if p.Namespace == sb.Namespace && p.Name == owner.Name && p.UID == owner.UID {
-				obs.Pool = p
-			}
-		}
-	}
 	for _, o := range observed {
 		if o.GetNamespace() != sb.Namespace {
 			continue

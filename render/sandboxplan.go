@@ -35,9 +35,6 @@ type SandboxFound struct {
 	// Annotations are upstream's annotations this controller applied to the Sandbox that the
 	// Sandbox as read may not show yet (a cache behind its writes).
 	Annotations map[string]string
-	// Pool is the warm pool that controls the Sandbox, if it is a member and the pool was found:
-	// a member of a pool short of its reserve of Ready members is one a claim may be waiting for.
-	Pool *extv1beta1.SandboxWarmPool
 }
 
 // Saw adds what the API server holds under a step's name, read after the step met a conflict or
@@ -127,7 +124,7 @@ func PlanSandbox(sb *agentsv1beta1.Sandbox, found SandboxFound, now metav1.Time,
 	}
 	if plan.Status != nil {
 		plan.upstreamAnnotations(sb, found, opts)
-		plan.Background = sandboxBackground(sb, found.Pool, plan.Status)
+		plan.Background = sandboxBackground(sb, plan.Status)
 	}
 	return plan
 }
@@ -167,17 +164,14 @@ func (p *SandboxPlan) reconcile(sb *agentsv1beta1.Sandbox, found SandboxFound, n
 // sandboxBackground says nobody waits on a Sandbox's pass: it is Ready before the pass and after
 // it (a warm member just adopted, whose Pod takes the claim's labels: whoever uses it is served
 // whenever the pass writes), or it is a pool member no claim has taken yet (a refill: a claim
-// takes only a member that is Ready already) of a pool that keeps its reserve of Ready members
-// (PoolBackground; a pool not found is its own pass's business). A member of a pool short of
-// its reserve is what the next claims wait for.
-func sandboxBackground(sb *agentsv1beta1.Sandbox, pool *extv1beta1.SandboxWarmPool, next *agentsv1beta1.SandboxStatus) bool {
-	if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) &&
-		meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) {
+// takes only a member that is Ready already).
+func sandboxBackground(sb *agentsv1beta1.Sandbox, next *agentsv1beta1.SandboxStatus) bool {
+	if sb.Labels[agentsv1beta1.SandboxWarmPoolLabel] != "" && metav1.GetControllerOfNoCopy(sb) != nil &&
+		metav1.GetControllerOfNoCopy(sb).Kind == extv1beta1.SandboxWarmPoolKind {
 		return true
 	}
-	owner := metav1.GetControllerOfNoCopy(sb)
-	member := sb.Labels[agentsv1beta1.SandboxWarmPoolLabel] != "" && owner != nil && owner.Kind == extv1beta1.SandboxWarmPoolKind
-	return member && (pool == nil || pool.Name != owner.Name || PoolBackground(pool, pool.Status))
+	return meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) &&
+		meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady)
 }
 
 // cleanUp is the second expired pass: the owned Pod and Service go (one already terminating is

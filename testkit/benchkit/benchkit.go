@@ -46,7 +46,17 @@ func Reads(ctx context.Context, cfg *rest.Config) (Counts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseRequests(body, readVerbs), nil
+	return parseRequests(body, readVerbs, false), nil
+}
+
+// Requests is every request apiserver_request_total counted, by "resource[/subresource] VERB
+// code": where the API server's time went, reads and the test's own included.
+func Requests(ctx context.Context, cfg *rest.Config) (Counts, error) {
+	body, err := metrics(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return parseRequests(body, nil, true), nil
 }
 
 func metrics(ctx context.Context, cfg *rest.Config) ([]byte, error) {
@@ -65,10 +75,11 @@ func metrics(ctx context.Context, cfg *rest.Config) ([]byte, error) {
 var readVerbs = map[string]bool{"GET": true, "LIST": true, "WATCH": true}
 
 // ParseWrites reads the write requests of apiserver_request_total from a /metrics body.
-func ParseWrites(body []byte) Counts { return parseRequests(body, writeVerbs) }
+func ParseWrites(body []byte) Counts { return parseRequests(body, writeVerbs, false) }
 
-// parseRequests reads the requests of apiserver_request_total with one of verbs.
-func parseRequests(body []byte, verbs map[string]bool) Counts {
+// parseRequests reads the requests of apiserver_request_total with one of verbs (nil: every
+// verb), keyed with their response code too when byCode.
+func parseRequests(body []byte, verbs map[string]bool, byCode bool) Counts {
 	out := Counts{}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -86,7 +97,7 @@ func parseRequests(body []byte, verbs map[string]bool) Counts {
 			k, v, _ := strings.Cut(kv, "=")
 			labels[k] = strings.Trim(v, `"`)
 		}
-		if !verbs[labels["verb"]] || labels["dry_run"] != "" {
+		if (verbs != nil && !verbs[labels["verb"]]) || labels["dry_run"] != "" {
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(rest[i+2:]), 64)
@@ -97,7 +108,11 @@ func parseRequests(body []byte, verbs map[string]bool) Counts {
 		if labels["subresource"] != "" {
 			res += "/" + labels["subresource"]
 		}
-		out[res+" "+labels["verb"]] += v
+		key := res + " " + labels["verb"]
+		if byCode {
+			key += " " + labels["code"]
+		}
+		out[key] += v
 	}
 	return out
 }

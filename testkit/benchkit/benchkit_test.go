@@ -21,6 +21,10 @@ apiserver_request_total{code="201",component="apiserver",dry_run="",group="event
 	if diff := cmp.Diff(want, ParseWrites(body)); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
 	}
+	all := Counts{"sandboxes APPLY 201": 7, "sandboxes APPLY 409": 2, "sandboxclaims/status PATCH 200": 3, "pods LIST 200": 11, "events POST 201": 4}
+	if diff := cmp.Diff(all, parseRequests(body, nil, true)); diff != "" {
+		t.Errorf("every request, by code (-want +got):\n%s", diff)
+	}
 }
 
 func TestSince(t *testing.T) {
