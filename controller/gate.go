@@ -1,10 +1,7 @@
 package controller
 
 import (
-	"cmp"
 	"context"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,9 +21,8 @@ import (
 // server is what every write shares: on a busy one, a refill of hundreds of members sent during
 // a burst of claims is what the claims wait behind. While a foreground pass is writing, or has
 // written within quiet, a background pass is held: it sends nothing, and is woken when the gate
-// opens. A pass held maxHold is overdue: while the gate stays closed, overdue passes go at a
-// trickle (overduePerTick each tick, oldest first), so that a steady stream of claims neither
-// starves a pool's refill nor meets all of it at once. Events wait the same way.
+// opens, or once it has been held maxHold, so that a steady stream of claims cannot starve a
+// pool's refill. Events wait the same way.
 type gate struct {
 	quiet, maxHold time.Duration
 	now            func() time.Time
@@ -34,9 +30,6 @@ type gate struct {
 	mu             sync.Mutex
 	inFlight       int
 	lastForeground time.Time
-	// budget is how many more overdue passes may go before the next tick while the gate is
-	// closed.
-	budget int
 	// held are the requests of background passes held, by reconciler, with when each was first
 	// held; a released one (zero time) is let through on its next pass even if the gate has
 	// closed again meanwhile, so that a gate that opens and closes often does not wake and hold
@@ -65,11 +58,6 @@ const (
 	// maxHeldEvents bounds the events kept while the gate is closed; past it they are recorded
 	// at once.
 	maxHeldEvents = 100000
-	// overduePerTick and overdueEventsPerTick are the trickle of overdue passes and events
-	// while the gate stays closed, each tick (quiet/2): 16 passes and 128 events a second, a
-	// fraction of what a burst of claims writes.
-	overduePerTick       = 2
-	overdueEventsPerTick = 16
 )
 
 func newGate(maxHold time.Duration, now func() time.Time) *gate {
@@ -115,9 +103,8 @@ func (g *gate) open(now time.Time) bool {
 	return g.inFlight == 0 && now.Sub(g.lastForeground) >= g.quiet
 }
 
-// hold says whether reconciler name's background pass of req waits: the gate is closed, and the
-// pass was not woken and is not overdue with the tick's trickle left. A pass let through is no
-// longer held.
+// hold says whether reconciler name's background pass of req waits: the gate is closed and the
+// pass has not waited maxHold yet. A pass let through is no longer held.
 func (g *gate) hold(name string, req reconcile.Request) bool {
 	if g == nil || g.maxHold <= 0 {
 		return false
@@ -126,21 +113,17 @@ func (g *gate) hold(name string, req reconcile.Request) bool {
 	defer g.mu.Unlock()
 	now := g.now()
 	first, waiting := g.held[name][req]
-	switch {
-	case g.open(now) || (waiting && first.IsZero()):
-	case waiting && now.Sub(first) >= g.maxHold && g.budget > 0:
-		g.budget--
-	case waiting:
-		return true
-	default:
+	if g.open(now) || (waiting && (first.IsZero() || now.Sub(first) >= g.maxHold)) {
+		delete(g.held[name], req)
+		return false
+	}
+	if !waiting {
 		if g.held[name] == nil {
 			g.held[name] = map[reconcile.Request]time.Time{}
 		}
 		g.held[name][req] = now
-		return true
 	}
-	delete(g.held[name], req)
-	return false
+	return true
 }
 
 // event says whether an event waits: the gate is closed (it is then kept, in order).
@@ -159,44 +142,26 @@ func (g *gate) event(obj runtime.Object, ev render.Event) bool {
 }
 
 // release wakes the held passes and returns the held events that may go now: all of them when
-// the gate is open, else the tick's trickle of the overdue ones, oldest first.
+// the gate is open, else those held maxHold.
 func (g *gate) release() []heldEvent {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
 	open := g.open(now)
-	g.budget = overduePerTick
-	type heldPass struct {
-		name  string
-		req   reconcile.Request
-		first time.Time
-	}
-	var due []heldPass
 	for name, reqs := range g.held {
 		for req, first := range reqs {
-			if !first.IsZero() && (open || now.Sub(first) >= g.maxHold) {
-				due = append(due, heldPass{name, req, first})
+			if first.IsZero() || (!open && now.Sub(first) < g.maxHold) {
+				continue
 			}
-		}
-	}
-	if !open {
-		slices.SortFunc(due, func(a, b heldPass) int {
-			return cmp.Or(a.first.Compare(b.first), strings.Compare(a.name, b.name), strings.Compare(a.req.String(), b.req.String()))
-		})
-		due = due[:min(len(due), g.budget)]
-	}
-	for _, p := range due {
-		select {
-		case g.wake[p.name] <- event.TypedGenericEvent[reconcile.Request]{Object: p.req}:
-			g.held[p.name][p.req] = time.Time{}
-			if !open {
-				g.budget--
+			select {
+			case g.wake[name] <- event.TypedGenericEvent[reconcile.Request]{Object: req}:
+				reqs[req] = time.Time{}
+			default: // the queue is behind; the next tick, or the pass's own requeue, brings it
 			}
-		default: // the queue is behind; the next tick, or the pass's own requeue, brings it
 		}
 	}
 	n := 0
-	for n < len(g.events) && (open || (n < overdueEventsPerTick && now.Sub(g.events[n].at) >= g.maxHold)) {
+	for n < len(g.events) && (open || now.Sub(g.events[n].at) >= g.maxHold) {
 		n++
 	}
 	out := g.events[:n:n]

@@ -60,28 +60,6 @@ func TestGate(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 
-	// A long stream of foreground writes: overdue passes and events go at a trickle, oldest
-	// first; an overdue pass that comes back on its own waits for the trickle too, and all go
-	// when the gate opens.
-	done = g.foreground()
-	for _, name := range []string{"p1", "p2", "p3", "p4", "p5"} {
-		g.hold("Sandbox", req(name))
-		now = now.Add(time.Millisecond)
-	}
-	for range overdueEventsPerTick + 4 {
-		g.event(nil, ev)
-	}
-	now = now.Add(10 * time.Second)
-	trickle := []any{len(g.release()), woken(), g.hold("Sandbox", req("p5")), g.hold("Sandbox", req("p1"))}
-	trickle = append(trickle, len(g.release()), woken(), g.hold("Sandbox", req("p5")))
-	done()
-	now = now.Add(defaultQuiet)
-	trickle = append(trickle, len(g.release()), woken())
-	wantTrickle := []any{overdueEventsPerTick, []string{"p1", "p2"}, true, false, 4, []string{"p3", "p4"}, true, 0, []string{"p5"}}
-	if diff := cmp.Diff(wantTrickle, trickle); diff != "" {
-		t.Errorf("trickle (-want +got):\n%s", diff)
-	}
-
 	off := newGate(-1, clock)
 	off.foreground()()
 	if off.hold("Sandbox", req("a")) || off.event(nil, ev) {
