@@ -181,7 +181,7 @@ func steps[S any, P planned[S]](ctx context.Context, x *executor, obj client.Obj
 	plan = k.plan()
 	done = func() {}
 	switch p := plan.Pass(); {
-	case p.Background && ctx.Value(gatePassed{}) == nil && x.gate.hold(kindOf(obj), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}):
+	case p.Background && ctx.Value(gatePassed{}) == nil && x.gate.hold(kindOf(obj), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}, false):
 		return plan, nil, done, errHeld
 	case !p.Background && (len(p.Steps) > 0 || p.WriteStatus):
 		done = x.gate.foreground()

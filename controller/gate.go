@@ -21,8 +21,10 @@ import (
 // server is what every write shares: on a busy one, a refill of hundreds of members sent during
 // a burst of claims is what the claims wait behind. While a foreground pass is writing, or has
 // written within quiet, a background pass is held: it sends nothing, and is woken when the gate
-// opens, or once it has been held maxHold, so that a steady stream of claims cannot starve a
-// pool's refill. Events wait the same way.
+// opens, or once it has been held maxHold. A patient pass (a pool's refill while the pool keeps
+// its reserve of Ready members, which is what keeps it from starving) is held as long as the gate
+// stays closed: a stream of claims longer than maxHold would otherwise meet the whole refill.
+// Events wait the same way as the passes that are not patient.
 type gate struct {
 	quiet, maxHold time.Duration
 	now            func() time.Time
@@ -30,15 +32,21 @@ type gate struct {
 	mu             sync.Mutex
 	inFlight       int
 	lastForeground time.Time
-	// held are the requests of background passes held, by reconciler, with when each was first
-	// held; a released one (zero time) is let through on its next pass even if the gate has
-	// closed again meanwhile, so that a gate that opens and closes often does not wake and hold
-	// the same passes over and over.
-	held map[string]map[reconcile.Request]time.Time
+	// held are the background passes held, by reconciler and request; a released one (zero
+	// since) is let through on its next pass even if the gate has closed again meanwhile, so
+	// that a gate that opens and closes often does not wake and hold the same passes over and
+	// over.
+	held map[string]map[reconcile.Request]heldPass
 	wake map[string]chan event.TypedGenericEvent[reconcile.Request]
 	// events are the events recorded while the gate was closed, in order; send records one.
 	events []heldEvent
 	send   func(runtime.Object, render.Event)
+}
+
+// heldPass is a held pass: since when, and whether it waits for the gate to open however long.
+type heldPass struct {
+	since   time.Time
+	patient bool
 }
 
 type heldEvent struct {
@@ -65,7 +73,7 @@ func newGate(maxHold time.Duration, now func() time.Time) *gate {
 		now = time.Now
 	}
 	return &gate{quiet: defaultQuiet, maxHold: maxHold, now: now,
-		held: map[string]map[reconcile.Request]time.Time{}, wake: map[string]chan event.TypedGenericEvent[reconcile.Request]{}}
+		held: map[string]map[reconcile.Request]heldPass{}, wake: map[string]chan event.TypedGenericEvent[reconcile.Request]{}}
 }
 
 // source is the watch that wakes reconciler name's held requests: the reconciler adds it to its
@@ -103,25 +111,26 @@ func (g *gate) open(now time.Time) bool {
 	return g.inFlight == 0 && now.Sub(g.lastForeground) >= g.quiet
 }
 
-// hold says whether reconciler name's background pass of req waits: the gate is closed and the
-// pass has not waited maxHold yet. A pass let through is no longer held.
-func (g *gate) hold(name string, req reconcile.Request) bool {
+// hold says whether reconciler name's background pass of req waits: the gate is closed, and the
+// pass has not been woken, nor (unless patient) held maxHold yet. A pass let through is no
+// longer held.
+func (g *gate) hold(name string, req reconcile.Request, patient bool) bool {
 	if g == nil || g.maxHold <= 0 {
 		return false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
-	first, waiting := g.held[name][req]
-	if g.open(now) || (waiting && (first.IsZero() || now.Sub(first) >= g.maxHold)) {
+	h, waiting := g.held[name][req]
+	if g.open(now) || (waiting && (h.since.IsZero() || (!patient && now.Sub(h.since) >= g.maxHold))) {
 		delete(g.held[name], req)
 		return false
 	}
 	if !waiting {
 		if g.held[name] == nil {
-			g.held[name] = map[reconcile.Request]time.Time{}
+			g.held[name] = map[reconcile.Request]heldPass{}
 		}
-		g.held[name][req] = now
+		g.held[name][req] = heldPass{since: now, patient: patient}
 	}
 	return true
 }
@@ -142,20 +151,20 @@ func (g *gate) event(obj runtime.Object, ev render.Event) bool {
 }
 
 // release wakes the held passes and returns the held events that may go now: all of them when
-// the gate is open, else those held maxHold.
+// the gate is open, else those held maxHold (patient passes wait for it to open).
 func (g *gate) release() []heldEvent {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
 	open := g.open(now)
 	for name, reqs := range g.held {
-		for req, first := range reqs {
-			if first.IsZero() || (!open && now.Sub(first) < g.maxHold) {
+		for req, h := range reqs {
+			if h.since.IsZero() || (!open && (h.patient || now.Sub(h.since) < g.maxHold)) {
 				continue
 			}
 			select {
 			case g.wake[name] <- event.TypedGenericEvent[reconcile.Request]{Object: req}:
-				reqs[req] = time.Time{}
+				reqs[req] = heldPass{}
 			default: // the queue is behind; the next tick, or the pass's own requeue, brings it
 			}
 		}

@@ -54,19 +54,19 @@ func begin(ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Re
 // reconcileWith is every reconciler's pass: begin (read the object and its namespace's render
 // options), observe (what the cache and, where it must, the API server hold for it: a kind's
 // pass, nil when there is nothing to render), then run (render.Plan*, execute, status). A kind
-// whose object alone tells render that nobody waits on its pass (background, nil for the others)
-// is held by the gate before it observes anything.
+// for which render can tell from the object and the cache that nobody waits on its pass
+// (patient, nil for the others: a pool that keeps its reserve) is held by the gate before it
+// observes anything, for as long as the gate stays closed.
 func reconcileWith[O client.Object, S any, P planned[S]](ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Request, obj O,
-	observe func(context.Context, O, *passContext) (kindPass[S, P], error), background func(O) bool) (ctrl.Result, error) {
+	observe func(context.Context, O, *passContext) (kindPass[S, P], error), patient func(context.Context, O) bool) (ctrl.Result, error) {
 	pc, err := begin(ctx, x, configs, req, obj)
 	if pc == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	if background != nil && background(obj) {
-		if x.gate.hold(kindOf(obj), req) {
-			// Held before anything is read: render says from the object alone that nobody
-			// waits on its pass, and reading (a pool's every member and Pod) is most of what it
-			// would cost.
+	if patient != nil && patient(ctx, obj) {
+		if x.gate.hold(kindOf(obj), req, true) {
+			// Held before the pass reads what it plans on (a pool's every member and Pod):
+			// that is most of what it would cost.
 			return ctrl.Result{RequeueAfter: x.gate.maxHold + time.Second}, nil
 		}
 		ctx = context.WithValue(ctx, gatePassed{}, true) // not held again once planned

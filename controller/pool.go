@@ -39,8 +39,26 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile runs one pass over a pool: observe, render.PlanPool, execute, status.
 func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxWarmPool{}, r.observe,
-		func(p *extv1beta1.SandboxWarmPool) bool { return render.PoolBackground(p, p.Status) })
+	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxWarmPool{}, r.observe, r.keepsReserve)
+}
+
+// keepsReserve says whether nobody waits on the pool's pass (render.PoolBackground), counting
+// its Ready members in the cache rather than in its status: the status is written by the very
+// passes the gate holds, so during a stream of claims it would show the members already taken.
+// While it holds, the pass waits for the gate to open however long the stream; once the claims
+// have taken the pool below its reserve, its refill goes at once.
+func (r *PoolReconciler) keepsReserve(ctx context.Context, pool *extv1beta1.SandboxWarmPool) bool {
+	list := &agentsv1beta1.SandboxList{}
+	if err := r.x.client.List(ctx, list, client.InNamespace(pool.Namespace), client.MatchingFields{warmPoolIndex: render.NameHash(pool.Name)}); err != nil {
+		return false
+	}
+	members := make([]*agentsv1beta1.Sandbox, 0, len(list.Items))
+	for i := range list.Items {
+		if render.PoolMember(pool, &list.Items[i]) {
+			members = append(members, &list.Items[i])
+		}
+	}
+	return render.PoolBackground(pool, render.PoolStatus(pool, members))
 }
 
 // poolPass is a pool's pass: what was found, for render.PlanPool.

@@ -208,7 +208,7 @@ func (f *flags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.tplWorkers, "template-workers", 1, "concurrent SandboxTemplate reconciles")
 	fs.IntVar(&f.claimWorkers, "claim-workers", 50, "concurrent SandboxClaim reconciles")
 	fs.DurationVar(&f.backgroundHold, "background-hold", controller.DefaultBackgroundHold, "the longest writes nobody waits on (a pool's refill, re-syncs of Ready Sandboxes, events) wait behind writes somebody waits on (a claim's adoption and status, a Sandbox on its way to Ready); 0 sends them at once")
-	fs.BoolVar(&f.separateWatches, "separate-watch-connection", false, "open the cache's lists and watches on a connection of their own, apart from the writes (upstream's #1240 did this, with HTTP/2 sharding; on our scale benchmark it did not change the claims' p99: see docs/controller.md)")
+	fs.BoolVar(&f.separateWatches, "separate-watch-connection", false, "open the cache's lists and watches on a connection of their own, apart from the writes, as upstream's #1240 does (on upstream's scale scenario here it did not help: see docs/controller.md)")
 	fs.IntVar(&f.poolWorkers, "warm-pool-workers", 1, "concurrent SandboxWarmPool reconciles")
 	fs.StringVar(&f.controllers, "controllers", "*", "comma-separated reconcilers to run, * for all: "+strings.Join(controller.Controllers, ", "))
 	f.webhook.bind(fs)
