@@ -106,6 +106,16 @@ func (g *gate) foreground() (done func()) {
 	}
 }
 
+// isOpen reports whether background work may go now (a gate that holds nothing is always open).
+func (g *gate) isOpen() bool {
+	if g == nil || g.maxHold <= 0 {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open(g.now())
+}
+
 // open reports whether background work may go now. The caller holds the lock.
 func (g *gate) open(now time.Time) bool {
 	return g.inFlight == 0 && now.Sub(g.lastForeground) >= g.quiet

@@ -48,6 +48,9 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // While it holds, the pass waits for the gate to open however long the stream; once the claims
 // have taken the pool below its reserve, its refill goes at once.
 func (r *PoolReconciler) keepsReserve(ctx context.Context, pool *extv1beta1.SandboxWarmPool) bool {
+	if r.x.gate.isOpen() {
+		return false // nothing to wait behind: no need to count (the plan says it again)
+	}
 	list := &agentsv1beta1.SandboxList{}
 	if err := r.x.client.List(ctx, list, client.InNamespace(pool.Namespace), client.MatchingFields{warmPoolIndex: render.NameHash(pool.Name)}); err != nil {
 		return false
