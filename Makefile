@@ -44,6 +44,9 @@ test: ## Run every test: unit, golden, and envtest against the real kube-apiserv
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	# The controller benchmarks once each at a small size, so that `make bench` works as written.
 	SANDBOX_BENCH_SIZES=20 SANDBOX_BENCH_STEADY=1s SANDBOX_BENCH_CLAIMS=3 go test -count=1 -timeout $(TEST_TIMEOUT) -run '^$$' -bench 'Converge|Claims' -benchtime 1x ./controller/
+	# And `make bench-scale`'s three, on 3 kwok Nodes with 20 members and 10 claims.
+	SANDBOX_SCALE_NODES=3 SANDBOX_SCALE_POOL=20 SANDBOX_SCALE_RATE=10 SANDBOX_SCALE_SECONDS=1 SANDBOX_SCALE_BURST=5 SANDBOX_SCALE_BURSTS=2 SANDBOX_SCALE_PAUSE=1s \
+	  SANDBOX_SCALE_RATES=10 SANDBOX_SCALE_TOTAL=10 SANDBOX_SCALE_SIZES=20 go test -count=1 -timeout $(TEST_TIMEOUT) -run '^$$' -bench 'Scale' -benchtime 1x ./scale/
 
 # LOAD_HOGS busy loops, each at most LOAD_HOG_MAX seconds, so that a hog outlives nothing even if
 # make itself is killed; the trap stops them however `make test` ends.

@@ -75,8 +75,17 @@ func TestGate(t *testing.T) {
 		t.Errorf("patient (-want +got):\n%s", diff)
 	}
 
+	done = g.foreground()
+	if g.isOpen() {
+		t.Error("the gate is open while a foreground pass writes")
+	}
+	done()
+
 	off := newGate(-1, clock)
 	off.foreground()()
+	if !off.isOpen() {
+		t.Error("a gate with no hold is closed")
+	}
 	if off.hold("Sandbox", req("a"), false) || off.event(nil, ev) {
 		t.Error("a gate with no hold held something")
 	}
