@@ -503,3 +503,28 @@ func TestClaimWarmCandidatesFirstCreated(t *testing.T) {
 		t.Errorf("the older member %s is not first: %s", second, got.Adoptable[0].Name)
 	}
 }
+
+// TestPoolBackground: nobody waits on a pool's pass while a quarter of its replicas (at least one)
+// is Ready: claims take only Ready members.
+func TestPoolBackground(t *testing.T) {
+	for name, tc := range map[string]struct {
+		replicas, ready int32
+		want            bool
+	}{
+		"QuarterReady":      {replicas: 8, ready: 2, want: true},
+		"BelowQuarter":      {replicas: 8, ready: 1, want: false},
+		"AllReady":          {replicas: 1050, ready: 1050, want: true},
+		"UpstreamReserve":   {replicas: 1050, ready: 262, want: true},
+		"UpstreamShort":     {replicas: 1050, ready: 261, want: false},
+		"SmallNeedsOne":     {replicas: 3, ready: 0, want: false},
+		"SmallOneIsEnough":  {replicas: 3, ready: 1, want: true},
+		"EmptyPoolNeedsOne": {replicas: 0, ready: 0, want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := extv1beta1.SandboxWarmPoolStatus{ReadyReplicas: tc.ready}
+			if got := PoolBackground(testPool(tc.replicas, ""), st); got != tc.want {
+				t.Errorf("PoolBackground(replicas %d, ready %d) = %v, want %v", tc.replicas, tc.ready, got, tc.want)
+			}
+		})
+	}
+}
