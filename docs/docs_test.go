@@ -38,7 +38,14 @@ var notRun = map[string]string{
 	"kubectl logs -n sandbox-gitops-system deploy/sandbox-gitops-controller": "it needs a cluster with the release installed",
 	"make cluster-down": "it stops the cluster that make cluster started; TestCluster checks the stop",
 	"./bin/kustomize build config/default | kubectl apply --server-side -f -": "it needs a cluster; controller's TestConfigDefaultBuilds builds config/default, and e2e's TestInstall applies the release made from it",
+	"make bench-scale": benchScale,
+	"go test -run '^$' -bench 'ScaleClaims' -benchtime 1x -timeout 120m ./scale/":     benchScale,
+	"go test -run '^$' -bench 'ScaleThroughput' -benchtime 1x -timeout 120m ./scale/": benchScale,
+	"go test -run '^$' -bench 'ScaleConverge' -benchtime 1x -timeout 180m ./scale/":   benchScale,
 }
+
+// benchScale is why the scale benchmarks' commands are not run here.
+const benchScale = "it runs for about an hour on 100 kwok Nodes; make test runs the same three benchmarks once at a small size"
 
 var (
 	shellBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
