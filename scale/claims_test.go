@@ -271,11 +271,8 @@ func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario string, floor 
 	}
 	r.reads, _ = readsAfter.Since(readsBefore, nil)
 	cpuAfter := benchkit.CPU(e.pids(ctl))
-	r.cpu = map[string]time.Duration{}
-	for name, c := range cpuAfter {
-		r.cpu[name] = c - cpuBefore[name]
-	}
-	r.cpuShares = cpuShare(cpuBefore, cpuAfter, r.wall)
+	r.cpu = cpuSpent(cpuBefore, cpuAfter)
+	r.cpuShares = cpuShare(r.cpu, r.wall)
 	if !floor {
 		if ps, err := benchkit.ReadProcess(ctl.cmd.Process.Pid); err == nil {
 			r.controllerRSS = ps.PeakRSSMiB

@@ -139,11 +139,8 @@ func (e *scaleEnv) converge(b *testing.B, n int, restart bool) convergeResult {
 	}
 	r.writes, _ = writesAfter.Since(writesBefore, nil)
 	cpuAfter := benchkit.CPU(e.pids(ctl))
-	r.cpu = map[string]time.Duration{}
-	for name, c := range cpuAfter {
-		r.cpu[name] = c - cpuBefore[name]
-	}
-	r.cpuShares = cpuShare(cpuBefore, cpuAfter, r.wall)
+	r.cpu = cpuSpent(cpuBefore, cpuAfter)
+	r.cpuShares = cpuShare(r.cpu, r.wall)
 	time.Sleep(10 * time.Second) // what the resident set settles to once the work is done
 	if ps, err := benchkit.ReadProcess(ctl.cmd.Process.Pid); err == nil {
 		r.peakRSS, r.settledRSS = ps.PeakRSSMiB, ps.RSSMiB

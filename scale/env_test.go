@@ -286,17 +286,27 @@ func (e *scaleEnv) pids(ctl *controllerProc) map[string]int {
 	return pids
 }
 
-// cpuShare formats each process's CPU over a window as a share of one core, busiest first.
-func cpuShare(before, after map[string]time.Duration, wall time.Duration) string {
+// cpuSpent is each process's CPU between two readings of benchkit.CPU.
+func cpuSpent(before, after map[string]time.Duration) map[string]time.Duration {
+	out := make(map[string]time.Duration, len(after))
+	for name, a := range after {
+		out[name] = a - before[name]
+	}
+	return out
+}
+
+// cpuShare formats each process's CPU over a window (cpuSpent) as a share of one core, busiest
+// first.
+func cpuShare(spent map[string]time.Duration, wall time.Duration) string {
 	type share struct {
 		name string
 		cpu  time.Duration
 	}
 	var shares []share
-	for name, a := range after {
-		shares = append(shares, share{name, a - before[name]})
+	for name, c := range spent {
+		shares = append(shares, share{name, c})
 	}
-	slices.SortFunc(shares, func(x, y share) int { return cmp.Compare(y.cpu, x.cpu) })
+	slices.SortFunc(shares, func(x, y share) int { return cmp.Or(cmp.Compare(y.cpu, x.cpu), strings.Compare(x.name, y.name)) })
 	parts := make([]string, len(shares))
 	for i, s := range shares {
 		parts[i] = fmt.Sprintf("%s %.2fs (%.0f%% of a core)", s.name, s.cpu.Seconds(), 100*s.cpu.Seconds()/wall.Seconds())
