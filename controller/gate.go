@@ -66,6 +66,10 @@ const (
 	// maxHeldEvents bounds the events kept while the gate is closed; past it they are recorded
 	// at once.
 	maxHeldEvents = 100000
+	// eventsPerTick is how many held events go each tick (quiet/2), 200 a second: each is a POST
+	// of its own, and a thousand sent at once when the gate opened met the API server's 429s
+	// (209 refused, then retried, converging 1,000 Sandboxes on envtest).
+	eventsPerTick = 25
 )
 
 func newGate(maxHold time.Duration, now func() time.Time) *gate {
@@ -160,8 +164,9 @@ func (g *gate) event(obj runtime.Object, ev render.Event) bool {
 	return true
 }
 
-// release wakes the held passes and returns the held events that may go now: all of them when
-// the gate is open, else those held maxHold (patient passes wait for it to open).
+// release wakes the held passes and returns the held events that may go now, eventsPerTick at
+// most, oldest first: any when the gate is open, else those held maxHold (patient passes wait
+// for it to open).
 func (g *gate) release() []heldEvent {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -180,7 +185,7 @@ func (g *gate) release() []heldEvent {
 		}
 	}
 	n := 0
-	for n < len(g.events) && (open || now.Sub(g.events[n].at) >= g.maxHold) {
+	for n < len(g.events) && n < eventsPerTick && (open || now.Sub(g.events[n].at) >= g.maxHold) {
 		n++
 	}
 	out := g.events[:n:n]

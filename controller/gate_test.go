@@ -75,6 +75,17 @@ func TestGate(t *testing.T) {
 		t.Errorf("patient (-want +got):\n%s", diff)
 	}
 
+	// Held events drain eventsPerTick a tick once the gate opens: each is a POST of its own.
+	done = g.foreground()
+	for range eventsPerTick + 5 {
+		g.event(nil, ev)
+	}
+	done()
+	now = now.Add(defaultQuiet)
+	if got := []int{len(g.release()), len(g.release()), len(g.release())}; !slices.Equal(got, []int{eventsPerTick, 5, 0}) {
+		t.Errorf("events released tick by tick: %v, want [%d 5 0]", got, eventsPerTick)
+	}
+
 	done = g.foreground()
 	if g.isOpen() {
 		t.Error("the gate is open while a foreground pass writes")
