@@ -97,9 +97,17 @@ func TestGitOpsAppliedChildrenConverge(t *testing.T) {
 		}
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(o.GroupVersionKind())
-		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(o), live); err != nil {
-			t.Fatal(err)
-		}
+		// The template's NetworkPolicy is a background pass (render.Plan.Background): the gate
+		// may hold it behind the Sandbox's own writes, at most the background hold.
+		eventually(t, controller.DefaultBackgroundHold+10*time.Second, fmt.Sprintf("%s %s adopted", o.GetKind(), o.GetName()), func() error {
+			if err := admin.Get(context.Background(), client.ObjectKeyFromObject(o), live); err != nil {
+				return err
+			}
+			if metav1.GetControllerOf(live) == nil {
+				return fmt.Errorf("%s %s has no controller", o.GetKind(), o.GetName())
+			}
+			return nil
+		})
 		ref := metav1.GetControllerOf(live)
 		if ref == nil {
 			t.Errorf("%s %s was not adopted", o.GetKind(), o.GetName())
