@@ -42,9 +42,9 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return reconcileWith(ctx, r.x, r.configs, req, &extv1beta1.SandboxWarmPool{}, r.observe, r.keepsReserve)
 }
 
-// keepsReserve says whether nobody waits on the pool's pass (render.PoolBackground), counting
-// its Ready members in the cache rather than in its status: the status is written by the very
-// passes the gate holds, so during a stream of claims it would show the members already taken.
+// keepsReserve says whether nobody waits on the pool's pass (render.PoolKeepsReserve), on its
+// members in the cache rather than its status: the status is written by the very passes the gate
+// holds, so during a stream of claims it would not show the members taken yet.
 // While it holds, the pass waits for the gate to open however long the stream; once the claims
 // have taken the pool below its reserve, its refill goes at once.
 func (r *PoolReconciler) keepsReserve(ctx context.Context, pool *extv1beta1.SandboxWarmPool) bool {
@@ -55,13 +55,11 @@ func (r *PoolReconciler) keepsReserve(ctx context.Context, pool *extv1beta1.Sand
 	if err := r.x.client.List(ctx, list, client.InNamespace(pool.Namespace), client.MatchingFields{warmPoolIndex: render.NameHash(pool.Name)}); err != nil {
 		return false
 	}
-	members := make([]*agentsv1beta1.Sandbox, 0, len(list.Items))
+	sandboxes := make([]*agentsv1beta1.Sandbox, len(list.Items))
 	for i := range list.Items {
-		if render.PoolMember(pool, &list.Items[i]) {
-			members = append(members, &list.Items[i])
-		}
+		sandboxes[i] = &list.Items[i]
 	}
-	return render.PoolBackground(pool, render.PoolStatus(pool, members))
+	return render.PoolKeepsReserve(pool, sandboxes)
 }
 
 // poolPass is a pool's pass: what was found, for render.PlanPool.

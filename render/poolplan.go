@@ -102,6 +102,19 @@ func PoolBackground(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmP
 	return st.ReadyReplicas >= max(Replicas(pool)/4, 1)
 }
 
+// PoolKeepsReserve is PoolBackground on the status the pool's members among sandboxes give
+// (PoolMember, PoolStatus), for a controller that asks before its pass reads anything else: the
+// pool's status as last written lags the claims that took members since.
+func PoolKeepsReserve(pool *extv1beta1.SandboxWarmPool, sandboxes []*agentsv1beta1.Sandbox) bool {
+	members := make([]*agentsv1beta1.Sandbox, 0, len(sandboxes))
+	for _, sb := range sandboxes {
+		if PoolMember(pool, sb) {
+			members = append(members, sb)
+		}
+	}
+	return PoolBackground(pool, PoolStatus(pool, members))
+}
+
 // judge goes through the pool's members by name: orphans are taken in (or deleted when stale),
 // stale members go under Recreate, members not Ready after the grace period go unless their Pod
 // cannot be scheduled (then they are held). It returns the members that stay, the held ones,

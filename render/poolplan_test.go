@@ -528,3 +528,47 @@ func TestPoolBackground(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolKeepsReserve: the reserve is counted on the pool's own Ready members among the
+// Sandboxes given (not those a claim took, nor those being deleted), not on its status.
+func TestPoolKeepsReserve(t *testing.T) {
+	pool := testPool(8, "")
+	pool.Status.ReadyReplicas = 8 // as last written: ignored
+	ready := []metav1.Condition{{Type: agentsv1beta1.ConditionReady, Status: metav1.ConditionTrue}}
+	sandbox := func(name string, owner string, isReady, deleting bool) *agentsv1beta1.Sandbox {
+		sb := &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
+			Labels: map[string]string{agentsv1beta1.SandboxWarmPoolLabel: NameHash("pool")}}}
+		if owner != "" {
+			sb.OwnerReferences = []metav1.OwnerReference{{Kind: owner, Name: "x", UID: k8stypes.UID(owner + "-uid"), Controller: ptr.To(true)}}
+			if owner == extv1beta1.SandboxWarmPoolKind {
+				sb.OwnerReferences[0].APIVersion = extv1beta1.GroupVersion.String()
+				sb.OwnerReferences[0].Name, sb.OwnerReferences[0].UID = "pool", "pool-uid"
+			}
+		}
+		if isReady {
+			sb.Status.Conditions = ready
+		}
+		if deleting {
+			sb.DeletionTimestamp = &metav1.Time{Time: planNow}
+		}
+		return sb
+	}
+	member := extv1beta1.SandboxWarmPoolKind
+	for name, tc := range map[string]struct {
+		sandboxes []*agentsv1beta1.Sandbox
+		want      bool
+	}{
+		"None":                {want: false},
+		"TwoReadyMembers":     {sandboxes: []*agentsv1beta1.Sandbox{sandbox("a", member, true, false), sandbox("b", member, true, false)}, want: true},
+		"OneReadyOneStarting": {sandboxes: []*agentsv1beta1.Sandbox{sandbox("a", member, true, false), sandbox("b", member, false, false)}, want: false},
+		"TakenByClaims":       {sandboxes: []*agentsv1beta1.Sandbox{sandbox("a", member, true, false), sandbox("b", "SandboxClaim", true, false), sandbox("c", "SandboxClaim", true, false)}, want: false},
+		"OneBeingDeleted":     {sandboxes: []*agentsv1beta1.Sandbox{sandbox("a", member, true, false), sandbox("b", member, true, true)}, want: false},
+		"ReadyOrphansCount":   {sandboxes: []*agentsv1beta1.Sandbox{sandbox("a", "", true, false), sandbox("b", "", true, false)}, want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := PoolKeepsReserve(pool, tc.sandboxes); got != tc.want {
+				t.Errorf("PoolKeepsReserve = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
