@@ -7,15 +7,17 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 export KUBEBUILDER_ASSETS := $(BIN)
 # What the tests and the local cluster run (kwok-stages: kwok's default stages, beside it).
 CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwok-stages
+# What the real node runs besides (make cluster REAL_NODE=1, make e2e-node).
+NODE_TOOLS := kubelet kube-proxy coredns local-path-provisioner
 CLUSTER_DIR := $(CURDIR)/.cluster
 NODES ?= 1
 
-.PHONY: bench-scale all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
+.PHONY: e2e-node bench-scale all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
 
 all: lint build test ## Lint, build and test.
 
 help: ## Show the targets.
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## Build every binary into ./bin.
 	go build -o $(BIN)/ ./cmd/...
@@ -63,9 +65,9 @@ test-under-load: ## `make test` while LOAD_HOGS busy loops (default 2) keep the 
 	echo "test-under-load: make test exited $$rc after $$((SECONDS - start)) s"; \
 	exit $$rc
 
-cluster: ## Start a local cluster on loopback (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with NODES fake Nodes, default 1; SCALE=1: upstream's scale-test limits); state and logs in .cluster/.
-	@for t in $(CLUSTER_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
-	go run ./hack/cluster up -dir $(CLUSTER_DIR) -bin $(BIN) -nodes $(NODES) $(if $(SCALE),-scale)
+cluster: ## Start a local cluster on loopback (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with NODES fake Nodes, default 1; SCALE=1: upstream's scale-test limits; REAL_NODE=1: one real node with containerd, kubelet, kube-proxy, CoreDNS and a volume provisioner instead, as root); state and logs in .cluster/.
+	@for t in $(CLUSTER_TOOLS) $(if $(REAL_NODE),$(NODE_TOOLS)); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
+	go run ./hack/cluster up -dir $(CLUSTER_DIR) -bin $(BIN) $(if $(REAL_NODE),-real-node,-nodes $(NODES)) $(if $(SCALE),-scale)
 
 cluster-down: ## Stop what `make cluster` started (only its processes, named by the pid files in .cluster/pids).
 	go run ./hack/cluster down -dir $(CLUSTER_DIR)
@@ -139,6 +141,12 @@ e2e: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster: the cont
 	@for t in $(CLUSTER_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
 	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
 	SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 15m -v -run '^TestInstall$$' ./e2e/
+
+e2e-node: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster with a real node (containerd, kubelet, kube-proxy, CoreDNS, local-path; as root): the controller, webhook and router run from their images, sandboxes as real Pods (about 6 min).
+	@for t in $(CLUSTER_TOOLS) $(NODE_TOOLS) helm; do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
+	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
+	SANDBOX_REAL_NODE=1 go test -count=1 -timeout 10m -v -run '^TestRealNode$$' ./internal/cluster/
+	SANDBOX_REAL_NODE=1 SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 20m -v -run '^TestInstallRealNode$$' ./e2e/
 
 # kind needs a container engine that answers; without one the target says so in one line and
 # succeeds, before building anything (the test itself skips the same way when run directly).

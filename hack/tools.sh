@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real test and generation tools (kube-apiserver, etcd, kustomize, controller-gen, helm,
-# for `make cluster` kube-controller-manager, kube-scheduler and kwok, and distribution's
-# registry for the image push test) from the Go module
+# for `make cluster` kube-controller-manager, kube-scheduler and kwok, for its real node kubelet,
+# kube-proxy, CoreDNS and the local-path provisioner, and distribution's registry for the image
+# push test) from the Go module
 # proxy, each from a wrapper module under hack/tools/ (kube-controller-manager and kube-scheduler
 # share hack/tools/kube-control-plane, which pins the same Kubernetes as hack/tools/kube-apiserver),
 # so that none of their dependencies enter the main module's go.mod or its test builds.
@@ -38,11 +39,17 @@ declare -A pkg=(
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
   [kwok]=sigs.k8s.io/kwok/cmd/kwok
   [registry]=github.com/distribution/distribution/v3/cmd/registry
+  [kubelet]=k8s.io/kubernetes/cmd/kubelet
+  [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
+  [coredns]=github.com/coredns/coredns
+  [local-path-provisioner]=github.com/rancher/local-path-provisioner
 )
 # The wrapper module of a tool, when it is not hack/tools/<tool>.
 declare -A wrapper=(
   [kube-controller-manager]=kube-control-plane
   [kube-scheduler]=kube-control-plane
+  [kubelet]=kube-node
+  [kube-proxy]=kube-node
 )
 k8s_ldflags="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean"
 declare -A ldflags=(
@@ -57,10 +64,14 @@ declare -A ldflags=(
   [kube-controller-manager]="$k8s_ldflags"
   [kube-scheduler]="$k8s_ldflags"
   [kwok]="-s -w"
+  [kubelet]="$k8s_ldflags"
+  [kube-proxy]="$k8s_ldflags"
+  [coredns]="-s -w"
+  [local-path-provisioner]="-s -w -X main.VERSION=v0.0.30"
 )
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry)
+[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry kubelet kube-proxy coredns local-path-provisioner)
 
 # kwok's binary has no stages built in: kwokctl hands it its default ones (fake nodes become Ready
 # and keep a lease, Pods on them become Running and Ready with an IP, deletions complete) in a
@@ -73,6 +84,27 @@ kwok_stages=(
   kustomize/stage/pod/fast/pod-complete.yaml
   kustomize/stage/pod/fast/pod-delete.yaml
 )
+
+# The real node's runtime comes from Debian's packages: containerd (with ctr), runc, the CNI
+# plugins, busybox-static (the volume provisioner's helper shell), iptables and iproute2. They are
+# installed only when missing, and only as root (the node needs root anyway).
+node_packages() {
+  local need=()
+  command -v containerd >/dev/null || need+=(containerd)
+  command -v runc >/dev/null || need+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+  [ -x /bin/busybox ] || need+=(busybox-static)
+  command -v iptables >/dev/null || need+=(iptables)
+  command -v ip >/dev/null || need+=(iproute2)
+  [ ${#need[@]} -gt 0 ] || return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "tools: the real node needs ${need[*]} (Debian packages); install them as root" >&2
+    return 0
+  fi
+  echo "tools: installing ${need[*]} with apt-get"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+case " ${tools[*]} " in *" kubelet "*) node_packages ;; esac
 
 for tool in "${tools[@]}"; do
   [ -n "${pkg[$tool]:-}" ] || { echo "hack/tools.sh: unknown tool $tool" >&2; exit 2; }

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	go run ./hack/cluster up [-dir .cluster] [-bin bin] [-nodes 1] [-scale]
+//	go run ./hack/cluster up [-dir .cluster] [-bin bin] [-nodes 1] [-scale] [-real-node]
 //	go run ./hack/cluster down [-dir .cluster]
 package main
 
@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
-		fmt.Fprintln(os.Stderr, "usage: cluster up [-dir DIR] [-bin DIR] [-nodes N] [-scale] | cluster down [-dir DIR]")
+		fmt.Fprintln(os.Stderr, "usage: cluster up [-dir DIR] [-bin DIR] [-nodes N] [-scale] [-real-node] | cluster down [-dir DIR]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("cluster "+os.Args[1], flag.ExitOnError)
@@ -33,6 +33,7 @@ func main() {
 	nodes := fs.Int("nodes", 1, "number of fake Nodes")
 	scale := fs.Bool("scale", false, "run the components with the limits of upstream's kwok scalability test (no client rate limits, 2,000 requests in flight)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long the start may take")
+	realNode := fs.Bool("real-node", false, "add one real node (containerd, kubelet, kube-proxy, CNI bridge, CoreDNS, local-path provisioner) in a network namespace of its own; -nodes then counts fake Nodes beside it (needs root)")
 	_ = fs.Parse(os.Args[2:])
 
 	if os.Args[1] == "down" {
@@ -53,7 +54,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: *bin, Dir: *dir, Nodes: *nodes, Detach: true, Timeout: *timeout, Scale: *scale})
+	fakeNodes := *nodes
+	if *realNode && !flagSet(fs, "nodes") {
+		fakeNodes = 0
+	}
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: *bin, Dir: *dir, Nodes: fakeNodes, Detach: true, Timeout: *timeout, Scale: *scale, RealNode: *realNode})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
@@ -66,8 +71,19 @@ func main() {
 		}
 		return p
 	}
-	fmt.Printf("cluster: up in %.1fs at %s with %d fake Node(s), all Ready; logs in %s\n",
-		time.Since(start).Seconds(), c.Config.Host, len(c.Nodes), rel(filepath.Join(c.Dir, "logs")))
+	kind := "fake Node(s)"
+	if *realNode {
+		kind = "Node(s), " + cluster.RealNodeName + " real"
+	}
+	fmt.Printf("cluster: up in %.1fs at %s with %d %s, all Ready; logs in %s\n",
+		time.Since(start).Seconds(), c.Config.Host, len(c.Nodes), kind, rel(filepath.Join(c.Dir, "logs")))
 	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
 	fmt.Println("cluster: `make cluster-down` stops it")
+}
+
+// flagSet reports whether the command line set the flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

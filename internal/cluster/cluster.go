@@ -65,6 +65,16 @@ type Options struct {
 	// what a benchmark measures is the API server and the controller under test, not the client
 	// rate limits of the cluster's own components.
 	Scale bool
+	// RealNode adds one real node, RealNodeName: containerd and runc, kubelet and kube-proxy in a
+	// network namespace of its own joined to the host by a veth pair, a CNI bridge, CoreDNS for
+	// the cluster domain and rancher's local-path provisioner as the default StorageClass. It
+	// needs root and the Debian packages `make tools` installs. The API server then listens on
+	// the host end of the pair instead of loopback, and Nodes counts the fake Nodes beside it
+	// (0 means none).
+	RealNode bool
+	// Images are image tarballs (OCI layouts, as `make images` writes them) imported into the
+	// real node before Start returns.
+	Images []string
 }
 
 // Cluster is a running cluster.
@@ -83,6 +93,7 @@ type Cluster struct {
 	scale    bool
 	procs    []*process
 	ports    map[string]int
+	node     *node // the real node, when Options.RealNode
 }
 
 // MissingBinaries lists what Start needs from binDir and is not there.
@@ -106,7 +117,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("%s not found in %s; run `make tools` to build them from Go modules",
 			strings.Join(missing, ", "), opts.BinDir)
 	}
-	if opts.Nodes <= 0 {
+	if opts.RealNode {
+		if err := nodePreflight(opts.BinDir); err != nil {
+			return nil, err
+		}
+	} else if opts.Nodes <= 0 {
 		opts.Nodes = 1
 	}
 	if opts.Timeout <= 0 {
@@ -123,7 +138,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("a cluster from %s is still running (%s); stop it first (make cluster-down)",
 			dir, strings.Join(running, ", "))
 	}
-	for _, old := range []string{"pki", "etcd", "pids", "kwok"} {
+	for _, old := range []string{"pki", "etcd", "pids", "kwok", "node"} {
 		if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
 			return nil, err
 		}
@@ -139,7 +154,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), binDir: opts.BinDir, detached: opts.Detach, scale: opts.Scale, ports: map[string]int{}}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, c.stopProcesses())
+			err = errors.Join(err, c.Stop())
 			c = nil
 		}
 	}()
@@ -154,13 +169,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	serviceIP := net.IPv4(10, 96, 0, 1)
-	if _, err = p.serving("apiserver", serviceIP); err != nil {
+	if _, err = p.serving("apiserver", serviceIP, mustIP(hostIP)); err != nil {
 		return c, err
 	}
 	if err = p.serviceAccountKeys(); err != nil {
 		return c, err
 	}
-	host := "https://127.0.0.1:" + strconv.Itoa(c.ports["kube-apiserver"])
+	host := "https://" + net.JoinHostPort(c.apiServerIP(opts.RealNode), strconv.Itoa(c.ports["kube-apiserver"]))
 	identities := []struct{ file, user, group string }{
 		{"kubeconfig", "kubernetes-admin", "system:masters"},
 		{"kube-controller-manager.kubeconfig", "system:kube-controller-manager", ""},
@@ -188,13 +203,22 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 
+	if opts.RealNode {
+		// The API server listens on the host end of the node's veth pair: the pair comes first.
+		if err = c.startNodeNamespaces(ctx); err != nil {
+			return c, err
+		}
+		if err = c.startContainerd(ctx); err != nil {
+			return c, err
+		}
+	}
 	if err = c.startEtcd(ctx); err != nil {
 		return c, err
 	}
 	if err = c.startAPIServer(ctx, p); err != nil {
 		return c, err
 	}
-	if err = c.startControllers(p); err != nil {
+	if err = c.startControllers(p, opts.Nodes > 0); err != nil {
 		return c, err
 	}
 	cs, err := kubernetes.NewForConfig(c.Config)
@@ -203,6 +227,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if c.Nodes, err = createNodes(ctx, cs, opts.Nodes); err != nil {
 		return c, err
+	}
+	if opts.RealNode {
+		if err = c.startRealNode(ctx, p, cs, opts.Images); err != nil {
+			return c, err
+		}
+		c.Nodes = append(c.Nodes, RealNodeName)
 	}
 	for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
 		if err = c.waitHealthy(ctx, name); err != nil {
@@ -227,7 +257,10 @@ func (c *Cluster) Stop() error {
 	if c == nil {
 		return nil
 	}
-	return c.stopProcesses()
+	if c.node == nil {
+		return c.stopProcesses()
+	}
+	return errors.Join(killNodeInit(c.Dir), c.stopProcesses(), stopNode(c.Dir))
 }
 
 // PIDs are the process ids of the components, by name.
@@ -259,14 +292,23 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	return c.poll(ctx, "etcd healthy", func() error { return httpOK(ctx, client+"/health", nil) })
 }
 
+// apiServerIP is where the API server listens: loopback, or with a real node the host end of
+// the node's veth pair, which the node, its Pods (through Service default/kubernetes) and the
+// host all reach.
+func (c *Cluster) apiServerIP(realNode bool) string {
+	if realNode {
+		return hostIP
+	}
+	return "127.0.0.1"
+}
+
 func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
-	err := c.spawn("kube-apiserver", c.bin("kube-apiserver"), append([]string{
+	real := c.node != nil
+	ip := c.apiServerIP(real)
+	args := []string{
 		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(c.ports["etcd-client"]),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		// The reconciler would publish the advertise address as the endpoint of Service
-		// default/kubernetes, and endpoints may not be loopback; no Pod here runs a real client.
-		"--endpoint-reconciler-type=none",
+		"--bind-address=" + ip,
+		"--advertise-address=" + ip,
 		"--secure-port=" + strconv.Itoa(c.ports["kube-apiserver"]),
 		"--cert-dir=" + p.dir,
 		"--tls-cert-file=" + p.path("apiserver.crt"),
@@ -278,12 +320,30 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
-		// Webhooks and aggregated APIs are called at an endpoint of their Service, as a
-		// cluster's DNS and kube-proxy would route them, rather than at its cluster IP, which
-		// nothing here routes (there is no kube-proxy). A process on this machine can then serve
-		// a Service's webhook through an EndpointSlice naming the machine's address (e2e).
-		"--enable-aggregator-routing=true",
-	}, c.scaleArgs("kube-apiserver")...), nil)
+	}
+	if real {
+		// Webhooks are called at their Service's cluster IP, which the host routes to the node,
+		// where kube-proxy sends it on to a Pod: the path a real cluster takes. Logs, exec and
+		// port-forward reach the kubelet as a cluster admin.
+		args = append(args, "--enable-aggregator-routing=false",
+			"--kubelet-client-certificate="+p.path("apiserver-kubelet-client.crt"),
+			"--kubelet-client-key="+p.path("apiserver-kubelet-client.key"),
+			"--kubelet-preferred-address-types=InternalIP")
+		if _, err := p.client("apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters"); err != nil {
+			return err
+		}
+	} else {
+		args = append(args,
+			// The reconciler would publish the advertise address as the endpoint of Service
+			// default/kubernetes, and endpoints may not be loopback; no Pod here runs a real client.
+			"--endpoint-reconciler-type=none",
+			// Webhooks and aggregated APIs are called at an endpoint of their Service, as a
+			// cluster's DNS and kube-proxy would route them, rather than at its cluster IP, which
+			// nothing here routes (there is no kube-proxy). A process on this machine can then serve
+			// a Service's webhook through an EndpointSlice naming the machine's address (e2e).
+			"--enable-aggregator-routing=true")
+	}
+	err := c.spawn("kube-apiserver", c.bin("kube-apiserver"), append(args, c.scaleArgs("kube-apiserver")...), nil)
 	if err != nil {
 		return err
 	}
@@ -292,7 +352,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 	})
 }
 
-func (c *Cluster) startControllers(p *pki) error {
+func (c *Cluster) startControllers(p *pki, kwok bool) error {
 	kcm := filepath.Join(c.Dir, "kube-controller-manager.kubeconfig")
 	err := c.spawn("kube-controller-manager", c.bin("kube-controller-manager"), append([]string{
 		"--kubeconfig=" + kcm,
@@ -326,6 +386,9 @@ func (c *Cluster) startControllers(p *pki) error {
 	}, c.scaleArgs("kube-scheduler")...), nil)
 	if err != nil {
 		return err
+	}
+	if !kwok {
+		return nil
 	}
 	stages, err := filepath.Glob(filepath.Join(c.binDir, KwokStagesDir, "*.yaml"))
 	if err != nil || len(stages) == 0 {

@@ -76,15 +76,17 @@ func (p *pki) write(name string, data []byte) error {
 	return os.WriteFile(p.path(name), data, 0o600)
 }
 
-// serving issues the kube-apiserver's serving certificate: loopback only, plus the names a Pod
-// in the cluster would use, and writes <name>.crt and <name>.key.
-func (p *pki) serving(name string, serviceIP net.IP) (keyPair, error) {
+// serving issues a serving certificate (the kube-apiserver's, and the real node's kubelet's):
+// loopback, the names a Pod in the cluster would use, and ips (the API server's Service address;
+// with a real node, the addresses the node reaches the API server and the API server reaches the
+// kubelet at), and writes <name>.crt and <name>.key.
+func (p *pki) serving(name string, ips ...net.IP) (keyPair, error) {
 	return p.issue(name, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, serviceIP},
+		IPAddresses: append([]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, ips...),
 	})
 }
 

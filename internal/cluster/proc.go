@@ -13,7 +13,8 @@ import (
 )
 
 // stopOrder is the order components stop in: the clients of the API server first, etcd last.
-var stopOrder = []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
+// The real node goes first, all at once (killNodeInit): its nsenter launchers then exit with it.
+var stopOrder = []string{"kwok", "node", "kube-proxy", "kubelet", "containerd", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
 
 // stopTimeout is how long a component gets after SIGTERM before it is killed.
 const stopTimeout = 15 * time.Second
@@ -96,7 +97,9 @@ func (c *Cluster) stopProcesses() error {
 // files: only the processes those files name, and only while each is still the process that was
 // started (same pid and start time). A cluster that is not running is not an error.
 func Down(dir string) error {
-	var errs []error
+	_, _, nodeErr := readPidFile(pidFile(dir, "node"))
+	realNode := nodeErr == nil
+	errs := []error{killNodeInit(dir)}
 	for _, name := range stopOrder {
 		path := pidFile(dir, name)
 		pid, start, err := readPidFile(path)
@@ -113,7 +116,31 @@ func Down(dir string) error {
 		}
 		_ = os.Remove(path)
 	}
+	if realNode {
+		errs = append(errs, stopNode(dir))
+	}
 	return errors.Join(errs...)
+}
+
+// killNodeInit kills the real node's PID 1, and with it every process of the node: containerd,
+// its shims and containers, kubelet and kube-proxy. Nothing in the node needs a graceful stop,
+// and unshare itself ignores SIGTERM while it waits for its child.
+func killNodeInit(dir string) error {
+	pid, start, err := readPidFile(pidFile(dir, "node"))
+	if err != nil || !alive(pid, start) {
+		return nil
+	}
+	init, err := onlyChild(pid)
+	if err != nil {
+		return nil
+	}
+	if err := syscall.Kill(init, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing the node's PID 1 (%d): %w", init, err)
+	}
+	if !waitGone(pid, start, stopTimeout) {
+		return fmt.Errorf("the node (unshare, pid %d) still runs %v after its PID 1 was killed", pid, stopTimeout)
+	}
+	return nil
 }
 
 // Running lists the components of the cluster in dir whose processes still run.

@@ -19,7 +19,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -81,6 +84,16 @@ type Spec struct {
 	Version, Revision, Source string
 	// Created is every timestamp in the image: the commit's time, for reproducible digests.
 	Created time.Time
+	// Platforms are the platforms to build; nil means every entry of Platforms. The local
+	// node's images (internal/cluster) are built for the one platform that runs them.
+	Platforms []Platform
+	// Links are symbolic links added after the binary, slash-separated path in the image (no
+	// leading slash) to target, for a program that is called by other names: the busybox of the
+	// local node's volume helper answers to bin/sh.
+	Links map[string]string
+	// User is who the entrypoint runs as; empty means the non-root user (UID, 65532:65532) the
+	// manifests' securityContexts name.
+	User string
 }
 
 // Metadata are the labels of the image config, and the annotations of its manifests and index.
@@ -101,7 +114,11 @@ func Index(s Spec) (v1.ImageIndex, error) {
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	var adds []mutate.IndexAddendum
-	for _, p := range Platforms {
+	platforms := s.Platforms
+	if platforms == nil {
+		platforms = Platforms
+	}
+	for _, p := range platforms {
 		bin, ok := s.Binaries[p]
 		if !ok || len(bin) == 0 {
 			return nil, fmt.Errorf("%s: no binary for %s", s.Name, p)
@@ -119,7 +136,7 @@ func Index(s Spec) (v1.ImageIndex, error) {
 }
 
 func image(s Spec, p Platform, bin []byte) (v1.Image, error) {
-	layerTar, err := rootfs(s.Name, bin, s.Created)
+	layerTar, err := rootfs(s.Name, bin, s.Links, s.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -145,12 +162,20 @@ func image(s Spec, p Platform, bin []byte) (v1.Image, error) {
 	cfg = cfg.DeepCopy()
 	cfg.Created = created
 	cfg.OS, cfg.Architecture, cfg.Variant = "linux", p.Arch, p.Variant
+	user := s.User
+	if user == "" {
+		user = userSpec
+	}
+	pathEnv := "PATH=" + BinDir
+	if len(s.Links) > 0 {
+		pathEnv += ":/bin"
+	}
 	cfg.Config = v1.Config{
 		Entrypoint: []string{path.Join(BinDir, s.Name)},
-		User:       userSpec,
+		User:       user,
 		WorkingDir: "/",
 		// The Argo CD sidecar finds sandbox-render on PATH; nothing else is in the image.
-		Env:    []string{"PATH=" + BinDir},
+		Env:    []string{pathEnv},
 		Labels: s.Metadata(),
 	}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
@@ -163,13 +188,14 @@ func image(s Spec, p Platform, bin []byte) (v1.Image, error) {
 // the binary, in this fixed order, owned by root (the home by the user), with fixed modes and
 // every mtime at created. No shell, no libc, no CA bundle: the binaries talk only to the API
 // server (whose CA the ServiceAccount mounts) and to Pods.
-func rootfs(name string, bin []byte, created time.Time) ([]byte, error) {
+func rootfs(name string, bin []byte, links map[string]string, created time.Time) ([]byte, error) {
 	type entry struct {
-		name  string
-		mode  int64
-		uid   int
-		data  []byte
-		isDir bool
+		name   string
+		mode   int64
+		uid    int
+		data   []byte
+		isDir  bool
+		target string // a symbolic link's
 	}
 	entries := []entry{
 		{name: "etc/", mode: 0o755, isDir: true},
@@ -183,6 +209,20 @@ func rootfs(name string, bin []byte, created time.Time) ([]byte, error) {
 		// Readable and executable by every user: the Argo CD sidecar runs it as user 999.
 		{name: "usr/local/bin/" + name, mode: 0o755, data: bin},
 	}
+	dirs := map[string]bool{}
+	for _, e := range entries {
+		dirs[e.name] = e.isDir
+	}
+	for _, link := range slices.Sorted(maps.Keys(links)) {
+		if link == "" || strings.HasPrefix(link, "/") || path.Clean(link) != link {
+			return nil, fmt.Errorf("link %q: want a clean relative path", link)
+		}
+		if d := path.Dir(link); d != "." && !dirs[d+"/"] {
+			entries = append(entries, entry{name: d + "/", mode: 0o755, isDir: true})
+			dirs[d+"/"] = true
+		}
+		entries = append(entries, entry{name: link, mode: 0o777, target: links[link]})
+	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
@@ -192,6 +232,9 @@ func rootfs(name string, bin []byte, created time.Time) ([]byte, error) {
 		}
 		if e.isDir {
 			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if e.target != "" {
+			h.Typeflag, h.Size, h.Linkname = tar.TypeSymlink, 0, e.target
 		}
 		if e.uid == UID {
 			h.Uname, h.Gname = User, User
