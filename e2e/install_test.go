@@ -61,6 +61,13 @@ type environment interface {
 	stop(t *testing.T, ctx context.Context, k *kube)
 }
 
+// runsSandboxes is an environment whose sandboxes really run (the real node): it points the
+// example at an image it has, and checks the running sandboxes once the example converged.
+type runsSandboxes interface {
+	example(t *testing.T, objs []*unstructured.Unstructured)
+	converged(t *testing.T, ctx context.Context, k *kube)
+}
+
 // testInstall is the e2e body: a user's install, use and uninstall of the release r on the
 // cluster admin reaches, with the controller where env runs it.
 func testInstall(t *testing.T, ctx context.Context, admin *rest.Config, r *release, env environment) {
@@ -88,6 +95,10 @@ func testInstall(t *testing.T, ctx context.Context, admin *rest.Config, r *relea
 
 	step("apply docs/example: every claim Ready, the pool full")
 	example := readExample(t)
+	running, real := env.(runsSandboxes)
+	if real {
+		running.example(t, example)
+	}
 	if err := k.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: exampleNamespace}}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +112,11 @@ func testInstall(t *testing.T, ctx context.Context, admin *rest.Config, r *relea
 	testenv.Eventually(t, timeout, "docs/example converged", func() error {
 		return errors.Join(claimsReady(ctx, k, claims), poolFull(ctx, k, "python"))
 	})
+
+	if real {
+		step("the sandboxes run: traffic through the router, a volume across suspend and resume")
+		running.converged(t, ctx, k)
+	}
 
 	step("a v1alpha1 claim round-trips through the webhook")
 	checkV1alpha1RoundTrip(t, ctx, k)

@@ -33,6 +33,7 @@ func main() {
 	nodes := fs.Int("nodes", 1, "number of fake Nodes")
 	scale := fs.Bool("scale", false, "run the components with the limits of upstream's kwok scalability test (no client rate limits, 2,000 requests in flight)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long the start may take")
+	images := fs.String("images", "", "with -real-node: image tarballs to import into the node, comma-separated (dist/images/*.tar, as `make images` writes them)")
 	realNode := fs.Bool("real-node", false, "add one real node (containerd, kubelet, kube-proxy, CNI bridge, CoreDNS, local-path provisioner) in a network namespace of its own; -nodes then counts fake Nodes beside it (needs root)")
 	_ = fs.Parse(os.Args[2:])
 
@@ -58,7 +59,7 @@ func main() {
 	if *realNode && !flagSet(fs, "nodes") {
 		fakeNodes = 0
 	}
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: *bin, Dir: *dir, Nodes: fakeNodes, Detach: true, Timeout: *timeout, Scale: *scale, RealNode: *realNode})
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: *bin, Dir: *dir, Nodes: fakeNodes, Detach: true, Timeout: *timeout, Scale: *scale, RealNode: *realNode, Images: splitList(*images)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
@@ -86,4 +87,15 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// splitList splits a comma-separated flag value, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

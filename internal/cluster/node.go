@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"archive/tar"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,13 +190,67 @@ func (c *Cluster) ctr(ctx context.Context, args ...string) (string, error) {
 
 // ImportImage imports an image tarball (an OCI layout with its index.json naming the image, as
 // `make images` and ociimage write them) into the real node's containerd, so that a Pod can run
-// it without a pull.
+// it without a pull. The image is also named repository@digest: a pull records that name, an
+// import does not, and the CRI finds an image a manifest pins by digest only by it.
 func (c *Cluster) ImportImage(ctx context.Context, tarball string) error {
 	if c.node == nil {
 		return errors.New("this cluster has no real node")
 	}
-	_, err := c.ctr(ctx, "images", "import", "--all-platforms", "--no-unpack", tarball)
-	return err
+	refs, err := tarballRefs(tarball)
+	if err != nil {
+		return err
+	}
+	if _, err := c.ctr(ctx, "images", "import", "--all-platforms", tarball); err != nil {
+		return err
+	}
+	for ref, digest := range refs {
+		repo := ref
+		if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+			repo = ref[:i]
+		}
+		if _, err := c.ctr(ctx, "images", "tag", "--force", ref, repo+"@"+digest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tarballRefs reads the names and digests an image tarball's index.json gives its images.
+func tarballRefs(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return nil, fmt.Errorf("%s: no index.json: %w", path, err)
+		}
+		if strings.TrimPrefix(h.Name, "./") != "index.json" {
+			continue
+		}
+		var idx struct {
+			Manifests []struct {
+				Digest      string            `json:"digest"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"manifests"`
+		}
+		if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&idx); err != nil {
+			return nil, fmt.Errorf("%s: index.json: %w", path, err)
+		}
+		refs := map[string]string{}
+		for _, m := range idx.Manifests {
+			if name := m.Annotations["io.containerd.image.name"]; name != "" {
+				refs[name] = m.Digest
+			}
+		}
+		if len(refs) == 0 {
+			return nil, fmt.Errorf("%s: index.json names no image (io.containerd.image.name)", path)
+		}
+		return refs, nil
+	}
 }
 
 // startKubelet writes kubelet's and kube-proxy's configurations and credentials and starts both

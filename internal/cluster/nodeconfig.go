@@ -13,7 +13,7 @@ import (
 // there, so nothing the node or a Pod sends can leave the machine.
 const (
 	// RealNodeName is the real node's name.
-	RealNodeName = "sandbox-gitops-node"
+	RealNodeName = "real-node"
 	// hostLink is the host end of the veth pair; the node end is eth0 in the node's namespace.
 	// There is one real node per machine at a time: a second Start finds the link and refuses.
 	hostLink = "sgn-host"

@@ -13,8 +13,11 @@ import (
 )
 
 // stopOrder is the order components stop in: the clients of the API server first, etcd last.
-// The real node goes first, all at once (killNodeInit): its nsenter launchers then exit with it.
-var stopOrder = []string{"kwok", "node", "kube-proxy", "kubelet", "containerd", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
+// The real node goes after the API server, which closes its connections to the node's
+// processes while they still answer (a connection into a network namespace that is gone is
+// never closed by its peer, and the API server would wait out its graceful shutdown on it), and
+// all at once (killNodeInit): its nsenter launchers then exit with it.
+var stopOrder = []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "node", "kube-proxy", "kubelet", "containerd", "etcd"}
 
 // stopTimeout is how long a component gets after SIGTERM before it is killed.
 const stopTimeout = 15 * time.Second
@@ -79,13 +82,17 @@ func (c *Cluster) stopProcesses() error {
 			if p.name != name {
 				continue
 			}
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			if name == "node" {
+				errs = append(errs, killNodeInit(c.Dir))
+			} else {
+				_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			}
 			select {
 			case <-p.done:
 			case <-time.After(stopTimeout):
 				_ = p.cmd.Process.Kill()
 				<-p.done
-				errs = append(errs, fmt.Errorf("%s did not stop within %v of SIGTERM and was killed", name, stopTimeout))
+				errs = append(errs, fmt.Errorf("%s did not stop within %v of SIGTERM and was killed; the end of %s:\n%s", name, stopTimeout, p.log, tail(p.log, 8)))
 			}
 			_ = os.Remove(pidFile(c.Dir, name))
 		}
@@ -99,7 +106,7 @@ func (c *Cluster) stopProcesses() error {
 func Down(dir string) error {
 	_, _, nodeErr := readPidFile(pidFile(dir, "node"))
 	realNode := nodeErr == nil
-	errs := []error{killNodeInit(dir)}
+	var errs []error
 	for _, name := range stopOrder {
 		path := pidFile(dir, name)
 		pid, start, err := readPidFile(path)
@@ -109,6 +116,12 @@ func Down(dir string) error {
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if name == "node" {
+			if err := killNodeInit(dir); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		if err := stopPid(pid, start); err != nil {
 			errs = append(errs, fmt.Errorf("%s (pid %d): %w", name, pid, err))
