@@ -336,8 +336,12 @@ func restartMidway(t *testing.T, ctx context.Context, k *kube, env environment, 
 		}
 		claims = append(claims, name)
 	}
+	burst := 6
+	if b, ok := env.(interface{ burstSize() int }); ok {
+		burst = b.burstSize()
+	}
 	var before []string
-	for i := range 6 {
+	for i := range burst {
 		before = append(before, fmt.Sprintf("burst-%d", i))
 		create(before[i])
 	}

@@ -84,12 +84,19 @@ func TestInstallRealNode(t *testing.T) {
 		}
 	})
 	t.Logf("%6.1fs  cluster with a real node Ready, %d images imported", time.Since(began).Seconds(), len(archives))
-	testInstall(t, ctx, c.Config, r, realNode{})
+	env := realNode{release: r}
+	testInstall(t, ctx, c.Config, r, env)
+	k := newKube(t, c.Config)
+	t.Run("the render image as Argo CD's sidecar runs it", func(t *testing.T) { checkRenderImage(t, ctx, k, r) })
+	t.Run("helm install, upgrade with a changed CRD, uninstall, install again", func(t *testing.T) { checkHelm(t, ctx, c, k, r) })
 }
 
 // realNode is inCluster on a node whose Pods really run: the example's sandboxes run the test
 // image, and the running sandboxes are reached through the router.
-type realNode struct{ inCluster }
+type realNode struct {
+	inCluster
+	release *release
+}
 
 // example points docs/example's template at the test image, as an overlay would: the same
 // container, port and command line, served by the test server.
@@ -130,7 +137,7 @@ func testServerEnv() []any {
 
 // converged runs once docs/example has converged: traffic through the router, then a sandbox
 // with a volume.
-func (realNode) converged(t *testing.T, ctx context.Context, k *kube) {
+func (n realNode) converged(t *testing.T, ctx context.Context, k *kube) {
 	t.Helper()
 	base := routerURL(t, ctx, k)
 	claim := &extv1beta1.SandboxClaim{}
@@ -143,6 +150,9 @@ func (realNode) converged(t *testing.T, ctx context.Context, k *kube) {
 	}
 	t.Run("router to a sandbox", func(t *testing.T) { checkRouterTraffic(t, ctx, k, base, sb) })
 	t.Run("a sandbox's volume across suspend, resume and expiry", func(t *testing.T) { checkVolumeLifecycle(t, ctx, k, base) })
+	t.Run("the router's --authz=kubernetes: 403 without RBAC, through with it", func(t *testing.T) {
+		checkRouterAuthz(t, ctx, k, n.release, base, sb)
+	})
 }
 
 // routerURL is the router's Service as the host reaches it: its cluster IP, which the host
