@@ -145,7 +145,7 @@ e2e: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster: the cont
 e2e-node: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster with a real node (containerd, kubelet, kube-proxy, CoreDNS, local-path; as root): the controller, webhook and router run from their images, sandboxes as real Pods (about 6 min).
 	@for t in $(CLUSTER_TOOLS) $(NODE_TOOLS) helm; do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
 	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
-	SANDBOX_REAL_NODE=1 go test -count=1 -timeout 10m -v -run '^TestRealNode$$' ./internal/cluster/
+	SANDBOX_REAL_NODE=1 go test -count=1 -timeout 10m -v -run '^TestRealNode(Down)?$$' ./internal/cluster/
 	SANDBOX_REAL_NODE=1 SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 20m -v -run '^TestInstallRealNode$$' ./e2e/
 
 # kind needs a container engine that answers; without one the target says so in one line and

@@ -235,3 +235,39 @@ func stripComments(out string) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// TestRealNodeDown is `make cluster REAL_NODE=1` and `make cluster-down`: a detached cluster with
+// the real node, stopped from its pid files by Down, leaves the host as it found it.
+func TestRealNodeDown(t *testing.T) {
+	bin := requireRealNode(t)
+	before := hostState(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: bin, Dir: dir, RealNode: true, Detach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := false
+	t.Cleanup(func() {
+		if !down {
+			_ = cluster.Down(dir)
+		}
+	})
+	if running := cluster.Running(dir); len(running) < 6 {
+		t.Fatalf("running after a detached start: %v, want the control plane and the node's components", running)
+	}
+	if _, err := c.InNode(ctx, "true"); err != nil {
+		t.Fatal(err)
+	}
+	down = true
+	if err := cluster.Down(dir); err != nil {
+		t.Fatal(err)
+	}
+	if running := cluster.Running(dir); len(running) > 0 {
+		t.Fatalf("still running after Down: %v", running)
+	}
+	if diff := cmp.Diff(before, hostState(t)); diff != "" {
+		t.Errorf("the host after Down differs from before Start (-before +after):\n%s", diff)
+	}
+}
