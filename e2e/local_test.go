@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -54,8 +53,9 @@ func TestInstall(t *testing.T) {
 
 // localController runs the controller binary of the release's image on this machine. kwok's
 // Pods run nothing, so the Deployment install.yaml creates is scaled to zero once it has shown
-// that it schedules, and the webhook Service gets an EndpointSlice of the machine's own address
-// (the local cluster's API server routes webhooks to endpoints, --enable-aggregator-routing).
+// that it schedules, and the webhook Service gets an EndpointSlice of a host link's address (the
+// local cluster's API server routes webhooks to endpoints, --enable-aggregator-routing): the host
+// end of a veth pair into a namespace of the test's own, never the machine's external interface.
 type localController struct {
 	binary     string
 	args       []string
@@ -88,10 +88,16 @@ func (l *localController) installed(t *testing.T, ctx context.Context, k *kube, 
 		return nil
 	})
 
-	ip, err := hostAddress()
+	link, err := cluster.NewHostLink(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := link.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	ip := link.IP
 	port := freePort(t, ip)
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-gitops-webhook-e2e", Namespace: ns, Labels: map[string]string{
@@ -238,34 +244,6 @@ func readyz(ctx context.Context, addr string) error {
 		return fmt.Errorf("/readyz: %s", resp.Status)
 	}
 	return nil
-}
-
-// hostAddress is an IPv4 address of this machine that an EndpointSlice may hold: not loopback
-// or link-local, which the API server refuses as endpoints.
-func hostAddress() (net.IP, error) {
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		return nil, err
-	}
-	for _, iface := range ifaces {
-		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, err := iface.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			n, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			if ip := n.IP.To4(); ip != nil && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
-				return ip, nil
-			}
-		}
-	}
-	return nil, errors.New("this machine has no non-loopback IPv4 address for the API server to reach the local controller's webhook at")
 }
 
 // freePort is a port nobody listens on at ip at the moment.
