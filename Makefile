@@ -8,11 +8,11 @@ export KUBEBUILDER_ASSETS := $(BIN)
 # What the tests and the local cluster run (kwok-stages: kwok's default stages, beside it).
 CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwok-stages
 # What the real node runs besides (make cluster REAL_NODE=1, make e2e-node).
-NODE_TOOLS := kubelet kube-proxy coredns local-path-provisioner
+NODE_TOOLS := kubelet kube-proxy coredns local-path-provisioner kube-router
 CLUSTER_DIR := $(CURDIR)/.cluster
 NODES ?= 1
 
-.PHONY: e2e-node bench-scale all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
+.PHONY: e2e-node e2e-dataplane bench-scale all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
 
 all: lint build test ## Lint, build and test.
 
@@ -142,11 +142,16 @@ e2e: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster: the cont
 	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
 	SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 15m -v -run '^TestInstall$$' ./e2e/
 
-e2e-node: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster with a real node (containerd, kubelet, kube-proxy, CoreDNS, local-path; as root): the controller, webhook and router run from their images, sandboxes as real Pods (about 6 min).
+e2e-node: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster with a real node (containerd, kubelet, kube-proxy, kube-router, CoreDNS, local-path; as root): the controller, webhook and router run from their images, sandboxes as real Pods; then the dataplane table (about 10 min).
 	@for t in $(CLUSTER_TOOLS) $(NODE_TOOLS) helm; do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
 	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
 	SANDBOX_REAL_NODE=1 go test -count=1 -timeout 10m -v -run '^TestRealNode(Down)?$$' ./internal/cluster/
-	SANDBOX_REAL_NODE=1 SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 20m -v -run '^TestInstallRealNode$$' ./e2e/
+	SANDBOX_REAL_NODE=1 SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 30m -v -run '^(TestInstallRealNode|TestDataplane)$$' ./e2e/
+
+e2e-dataplane: ## Only the dataplane table of make e2e-node: every NetworkPolicy the controller renders, enforced by kube-router on the real node, connection by connection from inside Pods, with controls (as root; about 3 min).
+	@for t in $(CLUSTER_TOOLS) $(NODE_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
+	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
+	SANDBOX_REAL_NODE=1 SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 20m -v -run '^TestDataplane$$' ./e2e/
 
 # kind needs a container engine that answers; without one the target says so in one line and
 # succeeds, before building anything (the test itself skips the same way when run directly).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real test and generation tools (kube-apiserver, etcd, kustomize, controller-gen, helm,
 # for `make cluster` kube-controller-manager, kube-scheduler and kwok, for its real node kubelet,
-# kube-proxy, CoreDNS and the local-path provisioner, and distribution's registry for the image
+# kube-proxy, CoreDNS, the local-path provisioner and kube-router (its NetworkPolicy firewall), and distribution's registry for the image
 # push test) from the Go module
 # proxy, each from a wrapper module under hack/tools/ (kube-controller-manager and kube-scheduler
 # share hack/tools/kube-control-plane, which pins the same Kubernetes as hack/tools/kube-apiserver),
@@ -43,6 +43,7 @@ declare -A pkg=(
   [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
   [coredns]=github.com/coredns/coredns
   [local-path-provisioner]=github.com/rancher/local-path-provisioner
+  [kube-router]=github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 )
 # The wrapper module of a tool, when it is not hack/tools/<tool>.
 declare -A wrapper=(
@@ -68,10 +69,11 @@ declare -A ldflags=(
   [kube-proxy]="$k8s_ldflags"
   [coredns]="-s -w"
   [local-path-provisioner]="-s -w -X main.VERSION=v0.0.30"
+  [kube-router]="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v2.1.0"
 )
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry kubelet kube-proxy coredns local-path-provisioner)
+[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry kubelet kube-proxy coredns local-path-provisioner kube-router)
 
 # kwok's binary has no stages built in: kwokctl hands it its default ones (fake nodes become Ready
 # and keep a lease, Pods on them become Running and Ready with an IP, deletions complete) in a
@@ -96,6 +98,7 @@ node_packages() {
   [ -x /bin/busybox ] || need+=(busybox-static)
   command -v iptables >/dev/null || need+=(iptables)
   command -v ip >/dev/null || need+=(iproute2)
+  command -v ipset >/dev/null || need+=(ipset)
   [ ${#need[@]} -gt 0 ] || return 0
   if [ "$(id -u)" != 0 ]; then
     echo "tools: the real node needs ${need[*]} (Debian packages); install them as root" >&2

@@ -23,8 +23,9 @@ const addonsManager = "sandbox-gitops-cluster"
 
 // coreDNSManifest is the cluster's DNS: CoreDNS serving the cluster domain and the reverse zones
 // from the API server, at the Service address kubelet gives every Pod. It has no forward plugin:
-// a name outside the cluster is refused, never sent on. It listens on 1053 so that it runs as a
-// non-root user with no capability; the Service maps 53 to it.
+// a name outside the cluster is refused, never sent on. It listens on 53 as a non-root user with
+// no capability, through the Pod's net.ipv4.ip_unprivileged_port_start (a safe sysctl): a
+// NetworkPolicy that allows DNS names port 53, and the Pod's port must be that one.
 func coreDNSManifest() string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: ServiceAccount
@@ -48,7 +49,7 @@ kind: ConfigMap
 metadata: {name: coredns, namespace: kube-system}
 data:
   Corefile: |
-    %[1]s:1053 in-addr.arpa:1053 ip6.arpa:1053 {
+    %[1]s:53 in-addr.arpa:53 ip6.arpa:53 {
         errors
         health :8080
         ready :8181
@@ -71,14 +72,16 @@ spec:
     spec:
       serviceAccountName: coredns
       dnsPolicy: Default
+      securityContext:
+        sysctls: [{name: net.ipv4.ip_unprivileged_port_start, value: "53"}]
       containers:
       - name: coredns
         image: %[2]s
         imagePullPolicy: Never
         args: [-conf, /etc/coredns/Corefile]
         ports:
-        - {name: dns, containerPort: 1053, protocol: UDP}
-        - {name: dns-tcp, containerPort: 1053, protocol: TCP}
+        - {name: dns, containerPort: 53, protocol: UDP}
+        - {name: dns-tcp, containerPort: 53, protocol: TCP}
         readinessProbe:
           httpGet: {path: /ready, port: 8181}
           periodSeconds: 2
@@ -99,8 +102,8 @@ spec:
   clusterIP: %[3]s
   selector: {k8s-app: kube-dns}
   ports:
-  - {name: dns, port: 53, targetPort: 1053, protocol: UDP}
-  - {name: dns-tcp, port: 53, targetPort: 1053, protocol: TCP}
+  - {name: dns, port: 53, targetPort: 53, protocol: UDP}
+  - {name: dns-tcp, port: 53, targetPort: 53, protocol: TCP}
 `, clusterDomain, coreDNSImage, clusterDNSIP)
 }
 
@@ -247,3 +250,20 @@ func apply(ctx context.Context, d dynamic.Interface, disco discovery.DiscoveryIn
 		}
 	}
 }
+
+// kubeRouterRBAC is what kube-router's firewall reads: Pods, Namespaces, Nodes and
+// NetworkPolicies (and Services, for its service-range rules), for its user system:kube-router.
+const kubeRouterRBAC = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:kube-router"}
+rules:
+- {apiGroups: [""], resources: [pods, namespaces, nodes, services, endpoints], verbs: [get, list, watch]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [get, list, watch]}
+- {apiGroups: [networking.k8s.io], resources: [networkpolicies], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:kube-router"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-router"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}]
+`

@@ -40,8 +40,9 @@ const (
 	// serviceCIDR is the range of Service cluster IPs; the API server's own Service gets its first
 	// address.
 	serviceCIDR = "10.96.0.0/16"
-	// podCIDR is where kwok takes Pod IPs from; /16 leaves room for the scale benchmark.
-	podCIDR = "10.244.0.0/16"
+	// defaultPodCIDR is where Pods take their IPs from (kwok's and the real node's); /16 leaves
+	// room for the scale benchmark.
+	defaultPodCIDR = "10.244.0.0/16"
 )
 
 // Options say how to start a cluster.
@@ -75,6 +76,10 @@ type Options struct {
 	// Images are image tarballs (OCI layouts, as `make images` writes them) imported into the
 	// real node before Start returns.
 	Images []string
+	// PodCIDR is the cluster's Pod range, a /16 (default 10.244.0.0/16); the real node takes
+	// its first /24. The dataplane test runs a node whose Pods have CGNAT addresses
+	// (100.64.0.0/16), as some clouds give them.
+	PodCIDR string
 }
 
 // Cluster is a running cluster.
@@ -93,7 +98,8 @@ type Cluster struct {
 	scale    bool
 	procs    []*process
 	ports    map[string]int
-	node     *node // the real node, when Options.RealNode
+	node     *node  // the real node, when Options.RealNode
+	pods     string // Options.PodCIDR
 }
 
 // MissingBinaries lists what Start needs from binDir and is not there.
@@ -151,7 +157,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), binDir: opts.BinDir, detached: opts.Detach, scale: opts.Scale, ports: map[string]int{}}
+	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), binDir: opts.BinDir, detached: opts.Detach, scale: opts.Scale, ports: map[string]int{}, pods: opts.PodCIDR}
+	if _, err := c.nodePodCIDR(); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
@@ -403,7 +412,7 @@ func (c *Cluster) startControllers(p *pki, kwok bool) error {
 		"--config=" + strings.Join(stages, ","),
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + nodeAnnotation + "=fake",
-		"--cidr=" + podCIDR,
+		"--cidr=" + c.podCIDR(),
 		"--node-ip=127.0.0.1",
 		"--node-lease-duration-seconds=40",
 	}, []string{
@@ -470,4 +479,24 @@ func freePort() (int, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// podCIDR is the cluster's Pod range.
+func (c *Cluster) podCIDR() string {
+	if c.pods == "" {
+		return defaultPodCIDR
+	}
+	return c.pods
+}
+
+// nodePodCIDR is the real node's share of the Pod range: its first /24.
+func (c *Cluster) nodePodCIDR() (string, error) {
+	ip, n, err := net.ParseCIDR(c.podCIDR())
+	if err != nil || ip.To4() == nil {
+		return "", fmt.Errorf("PodCIDR %q: want an IPv4 CIDR", c.podCIDR())
+	}
+	if ones, _ := n.Mask.Size(); ones > 24 {
+		return "", fmt.Errorf("PodCIDR %q: want a range of at least a /24", c.podCIDR())
+	}
+	return (&net.IPNet{IP: n.IP, Mask: net.CIDRMask(24, 32)}).String(), nil
 }

@@ -128,7 +128,7 @@ func (c *Cluster) startNodeNamespaces(ctx context.Context) error {
 		// Pod traffic passes iptables, which kube-proxy's Service NAT needs.
 		n.enter("-n -m", "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward && echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables"),
 		{"ip", "route", "add", serviceCIDR, "via", nodeIP, "dev", hostLink},
-		{"ip", "route", "add", podCIDR, "via", nodeIP, "dev", hostLink},
+		{"ip", "route", "add", c.podCIDR(), "via", nodeIP, "dev", hostLink},
 		n.enter("-m", "sh", "-c", "mount -t tmpfs -o mode=0755 node-run /run && mount -t tmpfs -o mode=0755 node-var-lib /var/lib && mount -t tmpfs -o mode=0755 node-var-log /var/log"),
 	}
 	for _, s := range steps {
@@ -161,7 +161,7 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	files := map[string]string{
 		p.containerdConf(): containerdConfig(p, cniBinDir),
 		filepath.Join(p.registryHosts(), "_default", "hosts.toml"): registryHostsDefault,
-		filepath.Join(p.cniConf(), "10-sandbox-gitops.conflist"):   cniConfig(p),
+		filepath.Join(p.cniConf(), "10-sandbox-gitops.conflist"):   cniConfig(p, c.mustNodePodCIDR()),
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
@@ -277,10 +277,10 @@ func (c *Cluster) startKubeletAndProxy(p *pki) error {
 			return err
 		}
 	}
-	if err := os.WriteFile(np.kubeletConf(), []byte(kubeletConfig(np, p.dir)), 0o644); err != nil {
+	if err := os.WriteFile(np.kubeletConf(), []byte(kubeletConfig(np, p.dir, c.mustNodePodCIDR())), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(np.kubeProxyConf(), []byte(kubeProxyConfig(filepath.Join(c.Dir, "kube-proxy.kubeconfig"))), 0o644); err != nil {
+	if err := os.WriteFile(np.kubeProxyConf(), []byte(kubeProxyConfig(filepath.Join(c.Dir, "kube-proxy.kubeconfig"), c.podCIDR())), 0o644); err != nil {
 		return err
 	}
 	err := c.spawnInNode("kubelet", c.bin("kubelet"),
@@ -442,6 +442,12 @@ func (c *Cluster) startRealNode(ctx context.Context, p *pki, cs kubernetes.Inter
 	if err != nil {
 		return err
 	}
+	if err := c.poll(ctx, "kube-router's RBAC applied", func() error { return apply(ctx, d, cs.Discovery(), kubeRouterRBAC) }); err != nil {
+		return err
+	}
+	if err := c.startKubeRouter(p); err != nil {
+		return err
+	}
 	for _, m := range []string{coreDNSManifest(), localPathManifest(c.node.paths.localPath())} {
 		if err := c.poll(ctx, "the add-ons applied", func() error { return apply(ctx, d, cs.Discovery(), m) }); err != nil {
 			return err
@@ -485,4 +491,43 @@ func (c *Cluster) InNode(ctx context.Context, cmd ...string) ([]byte, error) {
 		return out, fmt.Errorf("%s in the node: %v: %s", strings.Join(cmd, " "), err, strings.TrimSpace(string(out)))
 	}
 	return out, nil
+}
+
+// startKubeRouter starts kube-router's firewall alone (no routing, no service proxy, no CNI) in
+// the node: it enforces every NetworkPolicy with iptables and ipset in the node's namespace, the
+// dataplane the secure default is proven on. kube-proxy stays the service proxy.
+func (c *Cluster) startKubeRouter(p *pki) error {
+	kp, err := p.client("kube-router", "system:kube-router")
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(c.Dir, "kube-router.kubeconfig")
+	if err := writeKubeconfig(kubeconfig, c.Config.Host, p.caPEM, kp); err != nil {
+		return err
+	}
+	return c.spawnInNode("kube-router", c.bin("kube-router"),
+		"--kubeconfig="+kubeconfig,
+		"--hostname-override="+RealNodeName,
+		"--run-firewall=true",
+		"--run-router=false",
+		"--run-service-proxy=false",
+		"--run-loadbalancer=false",
+		"--enable-cni=false",
+		"--enable-ipv4=true",
+		"--enable-ipv6=false",
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--health-port=0",
+		"--metrics-port=0",
+		"--iptables-sync-period=1m",
+		"--v=1",
+	)
+}
+
+// mustNodePodCIDR is nodePodCIDR, which Start has checked.
+func (c *Cluster) mustNodePodCIDR() string {
+	cidr, err := c.nodePodCIDR()
+	if err != nil {
+		panic(err)
+	}
+	return cidr
 }

@@ -19,8 +19,6 @@ const (
 	hostLink = "sgn-host"
 	// linkCIDR is the pair's /30: the host end (where the API server listens) and the node end.
 	hostIP, nodeIP, linkPrefix = "10.213.213.1", "10.213.213.2", 30
-	// nodePodCIDR is the real node's share of podCIDR; its bridge, cni0, holds the first address.
-	nodePodCIDR = "10.244.0.0/24"
 	// clusterDNSIP is the Service address of the cluster's CoreDNS (kube-system/kube-dns).
 	clusterDNSIP = "10.96.0.10"
 	// clusterDomain is the only zone CoreDNS serves: it forwards nothing.
@@ -90,7 +88,7 @@ const registryHostsDefault = `server = "http://127.0.0.1:1"
 
 // cniConfig is the Pod network: a bridge with host-local addresses from the node's Pod CIDR and
 // portmap for hostPorts. No masquerade: nothing the Pods reach is outside the cluster.
-func cniConfig(p nodePaths) string {
+func cniConfig(p nodePaths, nodePodCIDR string) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",
   "name": "sandbox-gitops",
@@ -121,7 +119,7 @@ func cniConfig(p nodePaths) string {
 //     test's images and Pods are not evicted by what else the disk holds;
 //   - resolvConf empty: Pods get the cluster's DNS and nothing of the host's resolvers;
 //   - serializeImagePulls false and no registry: every image is imported before it is used.
-func kubeletConfig(p nodePaths, pkiDir string) string {
+func kubeletConfig(p nodePaths, pkiDir, nodePodCIDR string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -169,7 +167,7 @@ protectKernelDefaults: false
 
 // kubeProxyConfig runs kube-proxy's iptables mode in the node's namespace and leaves every
 // conntrack sysctl alone (0): those are global to the machine, not to the node.
-func kubeProxyConfig(kubeconfig string) string {
+func kubeProxyConfig(kubeconfig, podCIDR string) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables

@@ -14,9 +14,9 @@ import (
 )
 
 // NodeBinaries are the programs in the binary directory that the real node needs besides
-// Binaries: its kubelet and kube-proxy, and the cluster's DNS and volume provisioner, all built
-// from Go modules by `make tools`.
-var NodeBinaries = []string{"kubelet", "kube-proxy", "coredns", "local-path-provisioner"}
+// Binaries: its kubelet and kube-proxy, the cluster's DNS and volume provisioner, and kube-router,
+// whose firewall enforces NetworkPolicies, all built from Go modules by `make tools`.
+var NodeBinaries = []string{"kubelet", "kube-proxy", "coredns", "local-path-provisioner", "kube-router"}
 
 // The images of the node's own Pods, built here and imported, never pulled. The registry host
 // names nothing that resolves: a pull of one of these fails at once.

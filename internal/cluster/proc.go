@@ -17,7 +17,7 @@ import (
 // processes while they still answer (a connection into a network namespace that is gone is
 // never closed by its peer, and the API server would wait out its graceful shutdown on it), and
 // all at once (killNodeInit): its nsenter launchers then exit with it.
-var stopOrder = []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "node", "kube-proxy", "kubelet", "containerd", "etcd"}
+var stopOrder = []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "node", "kube-router", "kube-proxy", "kubelet", "containerd", "etcd"}
 
 // stopTimeout is how long a component gets after SIGTERM before it is killed.
 const stopTimeout = 15 * time.Second

@@ -182,7 +182,7 @@ func hostState(t *testing.T) map[string]string {
 			continue
 		}
 		switch name := strings.TrimSpace(string(comm)); name {
-		case "containerd", "containerd-shim", "containerd-shim-runc-v2", "kubelet", "kube-proxy", "coredns", "local-path-prov", "pause", "runc":
+		case "containerd", "containerd-shim", "containerd-shim-runc-v2", "kubelet", "kube-proxy", "kube-router", "coredns", "local-path-prov", "pause", "runc":
 			procs = append(procs, name)
 		}
 	}
