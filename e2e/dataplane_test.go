@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,8 +24,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/cluster"
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testimage"
 	"github.com/sandbox-gitops/sandbox-gitops/webhook"
@@ -505,14 +508,18 @@ func defaultTables(t *testing.T, k *kube) []row {
 	custom := []probe{
 		{from: "e-0", to: "other", proto: "tcp", port: echoPort},
 		{from: "e-0", to: "other", proto: "tcp", port: "8888"},
-		{from: "e-0", to: "10.96.0.10", proto: "dns", port: "53"},
+		{from: "e-0", to: "10.96.0.10", proto: "dns", port: "53", note: "render warns " + render.ReasonNetworkPolicyAllowsNoDNS + " (spec.networkPolicy.egress)"},
 		{from: "e-0", to: outsideHost, proto: "tcp", port: echoPort},
-		{from: "router", to: "e-0", proto: "http", port: "8888"},
-		{from: "router", to: "z-0", proto: "http", port: "8888"},
+		{from: "router", to: "e-0", proto: "http", port: "8888", note: "render warns " + render.ReasonNetworkPolicyAdmitsNoRouter + " (spec.networkPolicy.ingress)"},
+		{from: "router", to: "z-0", proto: "http", port: "8888", note: "render warns " + render.ReasonNetworkPolicyDeniesAll + " (spec.networkPolicy)"},
 		{from: "z-0", to: "other", proto: "tcp", port: echoPort},
 		{from: "z-0", to: outsideHost, proto: "tcp", port: echoPort},
 	}
 	rows = append(rows, runTable(t, ctx, k, "custom rules", ps, custom, map[int]bool{0: true})...)
+	checkWarnings(t, ctx, k, map[string][]string{
+		"e": {render.ReasonNetworkPolicyAdmitsNoRouter, render.ReasonNetworkPolicyAllowsNoDNS},
+		"z": {render.ReasonNetworkPolicyDeniesAll},
+	})
 
 	unmanaged := []probe{
 		{from: "u-0", to: "other", proto: "tcp", port: echoPort},
@@ -585,4 +592,24 @@ func cgnatTables(t *testing.T, k *kube) []row {
 		rows = append(rows, runTable(t, ctx, k, "control: CGNAT, policies deleted", ps, closed[:3], map[int]bool{0: true, 1: true, 2: true})...)
 	})
 	return rows
+}
+
+// checkWarnings: the render warns about each custom template whose refusals the table shows, with
+// the reasons given, as the CLI and the function report them for the same objects.
+func checkWarnings(t *testing.T, ctx context.Context, k *kube, want map[string][]string) {
+	t.Helper()
+	got := map[string][]string{}
+	for name := range want {
+		tmpl := &extv1beta1.SandboxTemplate{}
+		if err := k.c.Get(ctx, client.ObjectKey{Namespace: "dp-custom", Name: name}, tmpl); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range render.TemplateNetworkPolicyWarnings(tmpl, render.Options{}) {
+			got[name] = append(got[name], w.Reason)
+		}
+		slices.Sort(got[name])
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the render's warnings by template (-want +got):\n%s", diff)
+	}
 }

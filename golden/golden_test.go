@@ -34,14 +34,17 @@ type renderFunc func(objs []*unstructured.Unstructured) ([]byte, error)
 
 // TestGolden runs every case of testdata/render (declarative expansion of manifests) and
 // testdata/plan (one controller pass over Sandboxes and the children observed in the cluster).
+// A render case's warnings (bundle.Warnings, what the CLI and the function report beside a
+// render that succeeds) are a golden too: warnings.txt, absent when there are none.
 func TestGolden(t *testing.T) {
 	suites := []struct {
 		dir        string
 		idempotent bool
 		fn         func(cfg goldencase.Config) renderFunc
+		warn       func(cfg goldencase.Config) renderFunc
 	}{
-		{"testdata/render", true, expandFunc},
-		{"testdata/plan", false, planFunc},
+		{"testdata/render", true, expandFunc, warningsFunc},
+		{"testdata/plan", false, planFunc, nil},
 	}
 	total := 0
 	for _, s := range suites {
@@ -57,6 +60,9 @@ func TestGolden(t *testing.T) {
 			dir := filepath.Join(s.dir, d.Name())
 			t.Run(filepath.Base(s.dir)+"/"+d.Name(), func(t *testing.T) {
 				runCase(t, dir, s.fn, s.idempotent)
+				if s.warn != nil {
+					runWarnings(t, dir, s.fn, s.warn)
+				}
 			})
 		}
 	}
@@ -121,6 +127,57 @@ func runCase(t *testing.T, dir string, mk func(goldencase.Config) renderFunc, id
 		if err := checkSame(fn, again, got, "its own output as input"); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// runWarnings compares a case's warnings with warnings.txt (none: no file), and requires the same
+// warnings in every input order, and the same NetworkPolicy warnings on the render's own output,
+// which carries the templates unchanged (not so the expiry warnings: a Sandbox past its
+// shutdownTime under shutdownPolicy Delete is not in the output). Cases whose render fails have
+// none.
+func runWarnings(t *testing.T, dir string, mk, warn func(goldencase.Config) renderFunc) {
+	cfg, err := goldencase.ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := readInput(t, dir)
+	out, err := mk(cfg)(deepCopy(objs))
+	if err != nil {
+		return
+	}
+	fn := warn(cfg)
+	got, _ := fn(objs)
+	warningsFile := filepath.Join(dir, "warnings.txt")
+	if *update {
+		os.Remove(warningsFile)
+		if len(got) > 0 {
+			writeFile(t, warningsFile, got)
+		}
+	}
+	want, err := os.ReadFile(warningsFile)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if err := checkDeterministic(fn, objs); err != nil {
+		t.Errorf("warnings: %v", err)
+	}
+	again, err := manifest.Parse("output", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := func(objs []*unstructured.Unstructured) ([]byte, error) {
+		var b bytes.Buffer
+		for _, w := range bundle.NetworkPolicyWarnings(objs, cfg.RenderOptions()) {
+			b.WriteString(w.String() + "\n")
+		}
+		return b.Bytes(), nil
+	}
+	want, _ = policy(objs)
+	if err := checkSame(policy, again, want, "its own output as input"); err != nil {
+		t.Errorf("NetworkPolicy warnings: %v", err)
 	}
 }
 
@@ -211,6 +268,18 @@ func expandFunc(cfg goldencase.Config) renderFunc {
 			}
 		}
 		return manifest.Encode(out)
+	}
+}
+
+// warningsFunc is the render's warnings, one line each: what bundle.Warnings says of the input
+// that renders (empty for none).
+func warningsFunc(cfg goldencase.Config) renderFunc {
+	return func(objs []*unstructured.Unstructured) ([]byte, error) {
+		var b bytes.Buffer
+		for _, w := range bundle.Warnings(objs, cfg.RenderOptions()) {
+			b.WriteString(w.String() + "\n")
+		}
+		return b.Bytes(), nil
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -91,6 +92,9 @@ type Result struct {
 	// files the build read.
 	Rendered bool
 	Sources  []string
+	// Warnings are the render's warnings (severity warning), placed as findings are: they do not
+	// fail the build, and kustomize itself drops them.
+	Warnings framework.Results
 	// read are the files the build read, as they were on disk.
 	read []source
 	// elided tells whether kustomize read wide mappings elided (see elider).
@@ -321,6 +325,9 @@ func isSandboxRenderConfig(b []byte) bool {
 var renameRisk = regexp.MustCompile(`(?m)^\s*(namePrefix|nameSuffix|configMapGenerator|secretGenerator|vars)\s*:|kind:\s*(PrefixSuffixTransformer|PrefixTransformer|SuffixTransformer|HashTransformer|ConfigMapGenerator|SecretGenerator)\b|allowNameChange|needs-hash|config\.kubernetes\.io/local-config`)
 
 func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string, error) {
+	if _, err := readResults(fn.results); err != nil { // an earlier attempt's
+		return nil, "", err
+	}
 	fs := newSelfFS(fn, e)
 	fs.replace = map[string][]byte{abs(p.kustPath): p.rewritten}
 	m, err := run(fs, dir)
@@ -353,6 +360,12 @@ func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string
 	if results.ExitCode() != 0 {
 		return nil, "", newPlacer(dir, fs.sources()).findings(results)
 	}
+	// Renders of bases that kustomize ran may have handed their warnings over too.
+	handed, err := readResults(fn.results)
+	if err != nil {
+		return nil, "", err
+	}
+	warnings := newPlacer(dir, fs.sources()).warnings(append(handed, results...))
 	if !p.origins {
 		if err := m.RemoveOriginAnnotations(); err != nil {
 			return nil, "", err
@@ -393,7 +406,7 @@ func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string
 	if err := sortLegacy(list, p.sort); err != nil {
 		return nil, "", err
 	}
-	return &Result{Objects: list, FastPath: true, Rendered: true, Sources: append(fs.paths(), abs(p.configAt)), read: fs.sources()}, "", nil
+	return &Result{Objects: list, FastPath: true, Rendered: true, Sources: append(fs.paths(), abs(p.configAt)), read: fs.sources(), Warnings: warnings}, "", nil
 }
 
 func objects(m resmap.ResMap) []Object {
@@ -408,6 +421,9 @@ func objects(m resmap.ResMap) []Object {
 // slowBuild is kustomize running the function. It asks kustomize for origin annotations, so the
 // function's findings name their files, and removes them again unless the user asked for them.
 func slowBuild(dir string, fn function, kustPath string, e *elider) (*Result, error) {
+	if _, err := readResults(fn.results); err != nil { // an earlier attempt's
+		return nil, err
+	}
 	fs := newSelfFS(fn, e)
 	asked := true
 	if b, err := os.ReadFile(kustPath); err == nil {
@@ -437,7 +453,12 @@ func slowBuild(dir string, fn function, kustPath string, e *elider) (*Result, er
 			return nil, err
 		}
 	}
-	return &Result{Objects: objects(m), Rendered: fs.renders(), Sources: fs.paths(), read: fs.sources()}, nil
+	handed, err := readResults(fn.results)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Objects: objects(m), Rendered: fs.renders(), Sources: fs.paths(), read: fs.sources(),
+		Warnings: newPlacer(dir, fs.sources()).warnings(handed)}, nil
 }
 
 func run(fs selfFS, dir string) (resmap.ResMap, error) {
@@ -464,7 +485,9 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 			if rerr != nil {
 				return nil, rerr
 			}
-			if len(results) > 0 {
+			// The warnings of renders that succeeded before are left out: a failed build
+			// reports its problems, as the render in process does.
+			if results = withSeverity(results, framework.Warning, true); len(results) > 0 {
 				return nil, newPlacer(dir, fs.sources()).findings(results)
 			}
 		}

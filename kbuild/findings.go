@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
@@ -155,10 +156,11 @@ func (p *placer) findings(results framework.Results) *FindingsError {
 }
 
 // ResultsDirFlag is the flag of sandbox-render fn that names a directory to write the function's
-// results into, on a failure, instead of printing them. A build that runs the function as
-// kustomize runs it (as a process) passes it: kustomize lets the function's standard error through
-// to its own and drops the results, so the build could neither name the files as the tree was
-// given nor place the findings in their documents, as it does when it renders in process.
+// results into, on a failure, instead of printing them, and its warnings when it succeeds. A
+// build that runs the function as kustomize runs it (as a process) passes it: kustomize lets the
+// function's standard error through to its own and drops the results, so the build could neither
+// name the files as the tree was given nor place the findings in their documents, as it does when
+// it renders in process, nor show the warnings of a render that succeeded.
 const ResultsDirFlag = "results-dir"
 
 // WriteResults writes a function's results into dir (see ResultsDirFlag), in a file of their own.
@@ -178,10 +180,14 @@ func WriteResults(dir string, results framework.Results) error {
 	return f.Close()
 }
 
-// readResults reads the results WriteResults wrote into dir, in the files' name order. kustomize
-// stops at the first function that fails, and the function writes only on a failure, so there
-// is one file at most.
+// readResults reads the results WriteResults wrote into dir, in the files' name order, and
+// removes the files, so that a second build into the same directory does not read them again.
+// kustomize stops at the first function that fails, so there is one file of errors at most;
+// functions that succeeded before it may have written their warnings.
 func readResults(dir string) (framework.Results, error) {
+	if dir == "" {
+		return nil, nil
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "results-*.yaml"))
 	if err != nil {
 		return nil, err
@@ -197,6 +203,30 @@ func readResults(dir string) (framework.Results, error) {
 			return nil, fmt.Errorf("reading the render's results: %w", err)
 		}
 		out = append(out, rs...)
+		if err := os.Remove(file); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// withSeverity are the results of that severity, or (not) of any other.
+func withSeverity(results framework.Results, s framework.Severity, not bool) framework.Results {
+	var out framework.Results
+	for _, r := range results {
+		if (r.Severity == s) != not {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// warnings are the warning results of a build that succeeded, placed as findings are and sorted
+// as Format writes them: several functions may have written them, in any order.
+func (p *placer) warnings(results framework.Results) framework.Results {
+	placed := p.place(withSeverity(results, framework.Warning, false))
+	slices.SortStableFunc(placed, func(a, b *framework.Result) int {
+		return strings.Compare(krm.Format(framework.Results{a}), krm.Format(framework.Results{b}))
+	})
+	return placed
 }

@@ -28,9 +28,17 @@ import (
 // read into an object and its text is cut out of the input; items passed through are written as
 // that text, rendered ones are encoded a batch at a time as they are written and then let go.
 func Run(in io.Reader, out io.Writer) error {
+	_, err := RunResults(in, out)
+	return err
+}
+
+// RunResults is Run also returning the results it wrote when none is an error (warnings), for a
+// caller that reports them elsewhere too: kustomize drops the results of a function that
+// succeeds, so sandbox-render build has the function hand them over (see kbuild.ResultsDirFlag).
+func RunResults(in io.Reader, out io.Writer) (framework.Results, error) {
 	data, err := io.ReadAll(in)
 	if err != nil {
-		return fmt.Errorf("reading the ResourceList: %w", err)
+		return nil, fmt.Errorf("reading the ResourceList: %w", err)
 	}
 	rl, srcs, texts, ok := readSplit(data)
 	if !ok {
@@ -39,26 +47,26 @@ func Run(in io.Reader, out io.Writer) error {
 		if rl, root, bad = readResourceList(data); bad != nil {
 			rl := framework.Results{bad}
 			if err := writeMalformed(out, root, rl); err != nil {
-				return err
+				return nil, err
 			}
-			return rl
+			return nil, rl
 		}
 		if srcs, texts, err = readItems(data, root, rl.Items); err != nil {
-			return err
+			return nil, err
 		}
 		rl.Items = nil
 	}
 	res, procErr := process(rl.FunctionConfig, srcs, &rl.Results, true)
 	if err := write(out, rl, texts, res); err != nil {
-		return err
+		return nil, err
 	}
 	if procErr != nil {
-		return procErr
+		return nil, procErr
 	}
 	if rl.Results.ExitCode() != 0 {
-		return rl.Results
+		return nil, rl.Results
 	}
-	return nil
+	return rl.Results, nil
 }
 
 // readItems reads the listed items into objects and finds the text each is written back as: its

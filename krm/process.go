@@ -15,6 +15,8 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
@@ -130,7 +132,7 @@ func process(fc *kyaml.RNode, listed []source, results *framework.Results, encod
 	if err != nil {
 		return in.refuse(results, err)
 	}
-	*results = append(*results, in.expiryWarnings()...)
+	*results = append(*results, in.warnings()...)
 	if in.cfg.Spec.Mode == renderconfig.ModeValidate {
 		*results = append(*results, &framework.Result{Severity: framework.Info,
 			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(in.objs))})
@@ -268,15 +270,40 @@ func (in *input) expand(encode bool) ([]bundle.Entry, map[int]*unstructured.Unst
 	return entries, converted, nil
 }
 
-// expiryWarnings are bundle.ExpiryWarnings as results: the Sandboxes a preview at spec.now
-// renders as past their shutdownTime, so a reviewer sees why their children are missing.
-func (in *input) expiryWarnings() framework.Results {
-	var out framework.Results
-	for _, w := range bundle.ExpiryWarnings(in.objs, in.cfg.Options()) {
-		out = append(out, &framework.Result{Severity: framework.Warning, Message: w.Message,
-			ResourceRef: &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "agents.x-k8s.io/v1beta1", Kind: w.Kind},
-				NameMeta: kyaml.NameMeta{Name: w.Name, Namespace: w.Namespace}},
-			Field: &framework.Field{Path: w.Field}})
+// warnings are bundle.Warnings as results: the Sandboxes a preview at spec.now renders as past
+// their shutdownTime, so a reviewer sees why their children are missing, and the templates whose
+// own NetworkPolicy shuts out the router or DNS.
+func (in *input) warnings() framework.Results {
+	return WarningResults(bundle.Warnings(in.objs, in.cfg.Options()), in.objs, func(u *unstructured.Unstructured) (*framework.File, int) {
+		return in.fileOfObject(u), 0
+	})
+}
+
+// WarningResults are warnings as results of severity warning, placed as ResultsAt places
+// findings: on the object's resourceRef (its apiVersion as written) and field, in its file and
+// document when locate knows them. The message is the warning's own, as the function has always
+// given it; Format adds the object and the field for people. A warning never changes the exit
+// code.
+func WarningResults(ws []bundle.Warning, objs []*unstructured.Unstructured, locate func(*unstructured.Unstructured) (*framework.File, int)) framework.Results {
+	out := make(framework.Results, 0, len(ws))
+	for _, w := range ws {
+		ref := &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{Kind: w.Kind}, NameMeta: kyaml.NameMeta{Name: w.Name, Namespace: w.Namespace}}
+		ref.APIVersion = extv1beta1.GroupVersion.String()
+		if w.Kind == agentsv1beta1.SandboxKind {
+			ref.APIVersion = agentsv1beta1.GroupVersion.String()
+		}
+		var file *framework.File
+		line := 0
+		if src := findObject(objs, w.Kind, w.Namespace, w.Name); src != nil {
+			ref.APIVersion = src.GetAPIVersion()
+			file, line = locate(src)
+		}
+		file, tags := placed(file)
+		if tags != nil && line > 0 {
+			tags[TagLine] = strconv.Itoa(line)
+		}
+		out = append(out, &framework.Result{Severity: framework.Warning, Message: w.Message, ResourceRef: ref,
+			Field: &framework.Field{Path: w.Field}, File: file, Tags: tags})
 	}
 	return out
 }
@@ -395,8 +422,13 @@ func fieldMessage(fe *field.Error) string {
 }
 
 func find(objs []*unstructured.Unstructured, ie *render.InvalidError) *unstructured.Unstructured {
+	return findObject(objs, ie.Kind, ie.Namespace, ie.Name)
+}
+
+// findObject is the first object of objs of that kind, namespace and name.
+func findObject(objs []*unstructured.Unstructured, kind, namespace, name string) *unstructured.Unstructured {
 	for _, o := range objs {
-		if o.GetKind() == ie.Kind && o.GetNamespace() == ie.Namespace && o.GetName() == ie.Name {
+		if o.GetKind() == kind && o.GetNamespace() == namespace && o.GetName() == name {
 			return o
 		}
 	}
@@ -509,7 +541,8 @@ func FileTags(document, line int) map[string]string {
 }
 
 // Format writes results for people: one line each, led by the file, the 1-based document number
-// and the line when known.
+// and the line when known. A finding's message names its object and field already; a warning's
+// (WarningResults) does not, so they are written before it, as a finding writes them.
 func Format(results framework.Results) string {
 	var b strings.Builder
 	for _, r := range results {
@@ -523,7 +556,11 @@ func Format(results framework.Results) string {
 			}
 			b.WriteString(": ")
 		}
-		fmt.Fprintf(&b, "%s: %s\n", r.Severity, oneLine(r.Message))
+		msg := r.Message
+		if r.Severity == framework.Warning && r.ResourceRef != nil && r.Field != nil {
+			msg = bundle.Warning{Kind: r.ResourceRef.Kind, Namespace: r.ResourceRef.Namespace, Name: r.ResourceRef.Name, Field: r.Field.Path, Message: msg}.String()
+		}
+		fmt.Fprintf(&b, "%s: %s\n", r.Severity, oneLine(msg))
 	}
 	return b.String()
 }

@@ -72,6 +72,26 @@ func (d NetworkPolicyDefaults) DNSMode() DNSMode {
 	return d.DNS
 }
 
+// RouterPeers are the routers the default policy admits: Routers, or bases/router's when none
+// is set. Render also checks a template's own policy against them, to warn when it shuts the
+// router out.
+func (d NetworkPolicyDefaults) RouterPeers() []PeerSelector {
+	if len(d.Routers) == 0 {
+		return []PeerSelector{defaultRouter}
+	}
+	return d.Routers
+}
+
+// ClusterDNSPeer is where the cluster's DNS Pods are: ClusterDNS, or kube-system's k8s-app:
+// kube-dns when it is not set. The cluster-dns mode opens egress to it; render also checks a
+// template's own policy against it, whatever the mode.
+func (d NetworkPolicyDefaults) ClusterDNSPeer() PeerSelector {
+	if d.ClusterDNS == nil {
+		return defaultClusterDNS
+	}
+	return *d.ClusterDNS
+}
+
 // Validate checks the knobs; path is where they sit in the caller's configuration.
 func (d NetworkPolicyDefaults) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
@@ -131,10 +151,7 @@ func (p PeerSelector) peer() networkingv1.NetworkPolicyPeer {
 // only, on all ports; egress to all ports of public IPv4 and IPv6 addresses, private, link-local
 // and unique-local ranges excepted, in upstream's order; no DNS rule.
 func (d NetworkPolicyDefaults) DefaultSpec(selector map[string]string) networkingv1.NetworkPolicySpec {
-	routers := d.Routers
-	if len(routers) == 0 {
-		routers = []PeerSelector{defaultRouter}
-	}
+	routers := d.RouterPeers()
 	ingressPeers := make([]networkingv1.NetworkPolicyPeer, len(routers))
 	for i, r := range routers {
 		ingressPeers[i] = r.peer()
@@ -163,10 +180,7 @@ func (d NetworkPolicyDefaults) DefaultSpec(selector map[string]string) networkin
 		}},
 	}
 	if d.DNSMode() == DNSClusterDNS {
-		dns := defaultClusterDNS
-		if d.ClusterDNS != nil {
-			dns = *d.ClusterDNS
-		}
+		dns := d.ClusterDNSPeer()
 		spec.Egress = append(spec.Egress, networkingv1.NetworkPolicyEgressRule{
 			To: []networkingv1.NetworkPolicyPeer{dns.peer()},
 			Ports: []networkingv1.NetworkPolicyPort{

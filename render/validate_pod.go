@@ -57,9 +57,10 @@ func validateVolumeNames(volumes []corev1.Volume, path *field.Path) field.ErrorL
 
 // validateContainers follows k8s.io/kubernetes pkg/apis/core/validation: validateContainers and
 // validateInitContainers (a name is required, a DNS-1123 label, and unique among all containers
-// and init containers of the Pod; a Pod's container needs an image: "image: Required value") and
+// and init containers of the Pod; a Pod's container needs an image: "image: Required value"),
 // validateContainerPorts (containerPort in 1-65535, hostPort 0 or in 1-65535, protocol TCP, UDP
-// or SCTP, a port name an IANA_SVC_NAME unique within its container).
+// or SCTP, a port name an IANA_SVC_NAME unique within its container) and, of ValidateVolumeMounts,
+// that a mount has a mountPath.
 func validateContainers(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	names := map[string]*field.Path{}
@@ -87,6 +88,13 @@ func validateContainers(spec *corev1.PodSpec, path *field.Path) field.ErrorList 
 			portNames := map[string]*field.Path{} // unique per container; across containers only a warning
 			for j := range c.Ports {
 				errs = append(errs, validatePort(&c.Ports[j], p.Child("ports").Index(j), portNames)...)
+			}
+			// ValidateVolumeMounts: every mount has a path (the schema's list map, keyed by
+			// mountPath, takes an empty one).
+			for j := range c.VolumeMounts {
+				if c.VolumeMounts[j].MountPath == "" {
+					errs = append(errs, field.Required(p.Child("volumeMounts").Index(j).Child("mountPath"), "a volume mount needs the path it is mounted at"))
+				}
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -126,9 +127,17 @@ func TestValidatePodTemplateVolumesAndImages(t *testing.T) {
 		reason string
 		name   string
 		image  string
-		want   []string
+		// mountPath, when set, mounts the volume in the container there ("-": at "").
+		mountPath string
+		want      []string
 	}{
-		"valid": {reason: "a DNS-1123 label", name: "workspace", image: "i"},
+		"valid":   {reason: "a DNS-1123 label", name: "workspace", image: "i"},
+		"mounted": {reason: "a mount with a path", name: "workspace", image: "i", mountPath: "/workspace"},
+		"mount without a path": {
+			reason: "a mutated mountPath \"\" rendered a Pod the API server refuses (the differential test)",
+			name:   "workspace", image: "i", mountPath: "-",
+			want: []string{"spec.podTemplate.spec.containers[0].volumeMounts[0].mountPath: Required value: a volume mount needs the path it is mounted at"},
+		},
 		"image with whitespace": {
 			reason: "an image of a tab rendered a Pod the API server refuses",
 			name:   "workspace", image: "\t",
@@ -149,6 +158,9 @@ func TestValidatePodTemplateVolumesAndImages(t *testing.T) {
 			pt := &agentsv1beta1.PodTemplate{}
 			pt.Spec.Containers = []corev1.Container{{Name: "c", Image: tc.image}}
 			pt.Spec.Volumes = []corev1.Volume{{Name: tc.name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			if tc.mountPath != "" {
+				pt.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: tc.name, MountPath: strings.TrimPrefix(tc.mountPath, "-")}}
+			}
 			got := errorStrings(ValidatePodTemplate(pt, field.NewPath("spec", "podTemplate")))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)

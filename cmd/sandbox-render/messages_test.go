@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/cli"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
 // TestFindingMessages: every finding is one line a user can act on, naming the file, its own
@@ -193,5 +197,90 @@ func TestFunctionFindingMessages(t *testing.T) {
 				t.Errorf("%s\nstandard error (-want +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestWarningMessages: a template's own NetworkPolicy that shuts out the router and DNS (an
+// egress-only policy, rendered as upstream renders it) renders, exit 0, with one warning line per
+// finding on standard error, placed and worded as findings are, in render, validate and build
+// (rendering in process, and as kustomize runs the function); the function gives them as results
+// of severity warning on the template and the field, with its file, and writes nothing on
+// standard error.
+func TestWarningMessages(t *testing.T) {
+	const template = "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxTemplate\nmetadata:\n  name: python\n  namespace: ns\nspec:\n  podTemplate:\n    spec:\n      containers:\n      - name: python\n        image: python:3.12\n  networkPolicy:\n    egress:\n    - ports:\n      - port: 443\n"
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"kustomization.yaml": "resources:\n- template.yaml\ntransformers:\n- render.yaml\n",
+		"render.yaml":        strings.Replace(restrictedConfig, "restricted: true", "restricted: false", 1),
+		"template.yaml":      template,
+	})
+	at := filepath.Join(dir, "template.yaml") + ": document 1 (line 1): "
+	warnings := at + "warning: SandboxTemplate ns/python: spec.networkPolicy.egress: its one rule does not allow UDP or TCP port 53 to the cluster DNS (pods k8s-app=kube-dns in namespace kube-system, or a private address), yet the Pods resolve names through the cluster DNS (dnsPolicy unset, which is ClusterFirst) and a custom policy gets no DNS rule and no DNS override: every name lookup in these sandboxes fails; add an egress rule for UDP and TCP port 53 to the cluster DNS (a peer with namespaceSelector kubernetes.io/metadata.name=kube-system and podSelector k8s-app=kube-dns), or set spec.podTemplate.spec.dnsPolicy\n" +
+		at + "warning: SandboxTemplate ns/python: spec.networkPolicy.ingress: is empty, and the rendered NetworkPolicy lists Ingress in its policyTypes (upstream renders Ingress and Egress for every custom policy), so it admits no ingress: the sandbox router cannot reach these sandboxes; add an ingress rule from the router's namespace (a peer with namespaceSelector kubernetes.io/metadata.name=sandbox-router and podSelector app=sandbox-router)\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"render", filepath.Join(dir, "template.yaml")}, warnings},
+		{[]string{"validate", filepath.Join(dir, "template.yaml")}, warnings + "1 objects checked: no problems\n"},
+		{[]string{"build", dir}, warnings},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, strings.NewReader(""), &stdout, &stderr); code != cli.ExitOK {
+			t.Fatalf("%v: exit %d, want 0 (warnings do not fail); standard error:\n%s", tc.args, code, stderr.String())
+		}
+		if diff := cmp.Diff(tc.want, stderr.String()); diff != "" {
+			t.Errorf("%v: standard error (-want +got):\n%s", tc.args, diff)
+		}
+	}
+	// As kustomize runs it, the function hands its warnings to the build (ResultsDirFlag).
+	bin := testenv.SandboxRender(t)
+	cmd := exec.Command(bin, "build", "--no-fast-path", dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("build --no-fast-path: %v; standard error:\n%s", err, stderr.String())
+	}
+	want := warnings + "sandbox-render: note: the render runs as kustomize runs it, which is slow on large trees: disabled by the caller\n"
+	if diff := cmp.Diff(want, stderr.String()); diff != "" {
+		t.Errorf("build --no-fast-path: standard error (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(stdout.String(), "name: python-network-policy") {
+		t.Errorf("build --no-fast-path rendered no NetworkPolicy:\n%s", stdout.String())
+	}
+
+	// The function: results, exit 0, nothing on standard error.
+	list := "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- " +
+		strings.ReplaceAll(strings.Replace(strings.TrimSuffix(template, "\n"), "  namespace: ns\n", "  namespace: ns\n  annotations:\n    internal.config.kubernetes.io/path: template.yaml\n    internal.config.kubernetes.io/index: '0'\n", 1), "\n", "\n  ") + "\n"
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"fn"}, strings.NewReader(list), &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("fn: exit %d, want 0; standard error:\n%s", code, stderr.String())
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("fn wrote on standard error:\n%s", stderr.String())
+	}
+	rl, err := kyaml.Parse(stdout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := rl.Pipe(kyaml.Lookup("results"))
+	if err != nil || node == nil {
+		t.Fatalf("no results: %v\n%s", err, stdout.String())
+	}
+	var got framework.Results
+	if err := node.YNode().Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	ref := &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: "SandboxTemplate"}, NameMeta: kyaml.NameMeta{Name: "python", Namespace: "ns"}}
+	// The message is the warning's own: the result names the object and the field.
+	lines := strings.Split(strings.TrimSuffix(strings.ReplaceAll(warnings, at+"warning: SandboxTemplate ns/python: ", ""), "\n"), "\n")
+	var wantResults framework.Results
+	for i, f := range []string{"spec.networkPolicy.egress", "spec.networkPolicy.ingress"} {
+		wantResults = append(wantResults, &framework.Result{Severity: framework.Warning, Message: strings.TrimPrefix(lines[i], f+": "), ResourceRef: ref,
+			Field: &framework.Field{Path: f}, File: &framework.File{Path: "template.yaml"}, Tags: map[string]string{"sandbox-gitops.dev/document": "1"}})
+	}
+	if diff := cmp.Diff(wantResults, got); diff != "" {
+		t.Errorf("fn: results (-want +got):\n%s", diff)
 	}
 }

@@ -171,8 +171,14 @@ func runFunction(data []byte, stdout, stderr io.Writer, resultsDir string) error
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cli.Usagef("standard input is empty; the function reads a ResourceList there")
 	}
-	err := krm.Run(bytes.NewReader(data), stdout)
+	ok, err := krm.RunResults(bytes.NewReader(data), stdout)
 	if err == nil {
+		// kustomize drops a successful function's results: a build hands its warnings over.
+		if warnings := severity(ok, framework.Warning); resultsDir != "" && len(warnings) > 0 {
+			if err := kbuild.WriteResults(resultsDir, warnings); err != nil {
+				return cli.Usagef("writing the results: %v", err)
+			}
+		}
 		return nil
 	}
 	var results framework.Results
@@ -198,6 +204,17 @@ func runFunction(data []byte, stdout, stderr io.Writer, resultsDir string) error
 		return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("the input has problems")}
 	}
 	return cli.Usagef("%v", err)
+}
+
+// severity are the results of that severity.
+func severity(results framework.Results, s framework.Severity) framework.Results {
+	var out framework.Results
+	for _, r := range results {
+		if r.Severity == s {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // unfiled tells whether an object's finding names no file. kustomize (v5.8.2) tells a function the
@@ -293,9 +310,7 @@ func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*
 	if err != nil {
 		return nil, nil, nil, in.findings(err, stderr)
 	}
-	for _, w := range bundle.ExpiryWarnings(in.objs, cfg.Options()) {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
-	}
+	fmt.Fprint(stderr, in.warnings(cfg))
 	if *cfg.Spec.KeepSources && !cfg.Spec.KeepSourceVersions {
 		if out, err = in.convertSources(out); err != nil {
 			return nil, nil, nil, in.findings(err, stderr)
@@ -461,6 +476,7 @@ tree, is refused, as is an existing --output file sandbox-render did not write.`
 				}
 				return cli.Usagef("building %s: %v", args[0], err)
 			}
+			fmt.Fprint(stderr, krm.Format(res.Warnings))
 			if res.FallbackReason != "" {
 				fmt.Fprintf(stderr, "sandbox-render: note: the render runs as kustomize runs it, which is slow on large trees: %s\n", res.FallbackReason)
 			}
@@ -525,6 +541,13 @@ func (in *inputs) findings(err error, stderr io.Writer) error {
 	results := krm.ResultsAt(err, in.objs, func(u *unstructured.Unstructured) (*framework.File, int) { return in.files[u], in.lines[u] })
 	fmt.Fprint(stderr, krm.Format(results))
 	return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("the input cannot be rendered: %d problem(s)", len(results))}
+}
+
+// warnings are the render's warnings (bundle.Warnings), one line each, placed and worded as
+// findings are, with the severity warning. They do not change the exit code.
+func (in *inputs) warnings(cfg *renderconfig.SandboxRender) string {
+	ws := bundle.Warnings(in.objs, cfg.Options())
+	return krm.Format(krm.WarningResults(ws, in.objs, func(u *unstructured.Unstructured) (*framework.File, int) { return in.files[u], in.lines[u] }))
 }
 
 // readInputs reads every named source. With none, standard input, or the bundled example when
