@@ -445,20 +445,7 @@ func defaultTables(t *testing.T, k *kube) []row {
 		ps, err = readPods(ctx, k, namespaces, map[string]int{"a": 2, "b": 1, "c": 1, "e": 1, "z": 1, "u": 1})
 		return err
 	})
-	testenv.Eventually(t, timeout, "a NetworkPolicy in each managed namespace", func() error {
-		for _, ns := range []string{"dp-default", "dp-dns", "dp-custom"} {
-			list, err := k.cs.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			if len(list.Items) == 0 {
-				return fmt.Errorf("none in %s", ns)
-			}
-		}
-		return nil
-	})
-	// kube-router has the policies within a second or two of their watch events.
-	time.Sleep(3 * time.Second)
+	policiesIn(t, ctx, k, "dp-default", "dp-dns", "dp-custom")
 
 	var rows []row
 	secure := []probe{
@@ -548,19 +535,7 @@ func cgnatTables(t *testing.T, k *kube) []row {
 		ps, err = readPods(ctx, k, namespaces, map[string]int{"a": 2, "x": 2})
 		return err
 	})
-	testenv.Eventually(t, timeout, "a NetworkPolicy in each managed namespace", func() error {
-		for _, ns := range []string{"dp-default", "dp-cgnat"} {
-			list, err := k.cs.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			if len(list.Items) == 0 {
-				return fmt.Errorf("none in %s", ns)
-			}
-		}
-		return nil
-	})
-	time.Sleep(3 * time.Second)
+	policiesIn(t, ctx, k, "dp-default", "dp-cgnat")
 	if ip := ps["a-0"].Status.PodIP; !strings.HasPrefix(ip, "100.64.") {
 		t.Fatalf("sandbox a-0 has IP %s, want one in 100.64.0.0/16", ip)
 	}
@@ -612,4 +587,23 @@ func checkWarnings(t *testing.T, ctx context.Context, k *kube, want map[string][
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the render's warnings by template (-want +got):\n%s", diff)
 	}
+}
+
+// policiesIn waits until the controller has rendered a NetworkPolicy in each namespace, and
+// gives kube-router the moment it takes to act on their watch events.
+func policiesIn(t *testing.T, ctx context.Context, k *kube, namespaces ...string) {
+	t.Helper()
+	testenv.Eventually(t, timeout, "a NetworkPolicy in each managed namespace", func() error {
+		for _, ns := range namespaces {
+			list, err := k.cs.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			if len(list.Items) == 0 {
+				return fmt.Errorf("none in %s", ns)
+			}
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
 }

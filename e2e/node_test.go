@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,21 +54,7 @@ func TestInstallRealNode(t *testing.T) {
 	r := readRelease(t)
 	dir := t.TempDir()
 	began := time.Now()
-	server := filepath.Join(dir, "sandbox-testserver")
-	build := exec.Command("go", "build", "-trimpath", "-o", server, "./testkit/testimage/sandbox-testserver")
-	build.Dir = testenv.RepoRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the test image's server: %v: %s", err, out)
-	}
-	tarball := filepath.Join(dir, "sandbox-testserver.tar")
-	if err := cluster.BuildImage(cluster.NodeImage{Ref: testImage, Binary: server}, tarball); err != nil {
-		t.Fatal(err)
-	}
-	archives := []string{tarball}
-	for _, name := range images {
-		archives = append(archives, filepath.Join(r.dir, "images", name+".tar"))
-	}
+	_, archives := buildTestImage(t, r, dir)
 	ctx := context.Background()
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()

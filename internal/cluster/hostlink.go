@@ -45,19 +45,9 @@ func NewHostLink(ctx context.Context) (*HostLink, error) {
 	}
 	l := &HostLink{IP: net.ParseIP(hostLinkIP), holder: holder, name: hostLinkName}
 	pid := strconv.Itoa(holder.Process.Pid)
-	// unshare execs sleep once the namespace exists: until then its net namespace is the host's.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		self, _ := os.Readlink("/proc/self/ns/net")
-		its, err := os.Readlink("/proc/" + pid + "/ns/net")
-		if err == nil && its != self {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = l.Close()
-			return nil, errors.New("the host link's namespace did not appear within 5 s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := waitOwnNetns(holder.Process.Pid); err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("the host link: %w", err)
 	}
 	steps := [][]string{
 		{"ip", "link", "add", hostLinkName, "type", "veth", "peer", "name", "eth0", "netns", pid},

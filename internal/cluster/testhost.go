@@ -45,18 +45,9 @@ func (c *Cluster) StartTestHost(ctx context.Context, name string, cidrs []string
 	h := &TestHost{cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(h.done) }()
 	pid := strconv.Itoa(cmd.Process.Pid)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		self, _ := os.Readlink("/proc/self/ns/net")
-		its, err := os.Readlink("/proc/" + pid + "/ns/net")
-		if err == nil && its != self {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = h.Stop()
-			return nil, fmt.Errorf("test host %s: its namespace did not appear within 5 s", name)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := waitOwnNetns(cmd.Process.Pid); err != nil {
+		_ = h.Stop()
+		return nil, fmt.Errorf("test host %s: %w", name, err)
 	}
 	node := strconv.Itoa(c.node.initPID)
 	steps := [][]string{
@@ -115,4 +106,21 @@ func nextIP(ip net.IP) net.IP {
 		}
 	}
 	return out
+}
+
+// waitOwnNetns waits until the process pid, started as `unshare --net -- ...`, is in a network
+// namespace other than the caller's: unshare makes it, then execs the program.
+func waitOwnNetns(pid int) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		self, _ := os.Readlink("/proc/self/ns/net")
+		its, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
+		if err == nil && its != self {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("its network namespace did not appear within 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
