@@ -521,6 +521,7 @@ func defaultTables(t *testing.T, k *kube) []row {
 			all[i] = true
 		}
 		rows = append(rows, runTable(t, ctx, k, "control: default, policies deleted", ps, secure, all)...)
+		rows = append(rows, runTable(t, ctx, k, "control: cluster-dns, policies deleted", ps, dnsRows[1:3], all)...)
 		rows = append(rows, runTable(t, ctx, k, "control: custom, policies deleted", ps, custom[4:], all)...)
 	})
 	return rows
