@@ -615,3 +615,40 @@ func TestRefusedValues(t *testing.T) {
 		})
 	}
 }
+
+// TestREADMEDeletesEveryKeptCRD: the README's `kubectl delete crd` line, for after `helm
+// uninstall`, names exactly the CRDs the chart keeps (helm.sh/resource-policy: keep).
+func TestREADMEDeletesEveryKeptCRD(t *testing.T) {
+	root := testenv.RepoRoot()
+	files, err := filepath.Glob(filepath.Join(root, "charts", "sandbox-gitops", "templates", "generated", "customresourcedefinition-*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("helm.sh/resource-policy: keep")) {
+			kept = append(kept, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "customresourcedefinition-"), ".yaml"))
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("`kubectl delete crd ([^`]+)`").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no `kubectl delete crd ...` line")
+	}
+	named := strings.Fields(string(m[1]))
+	slices.Sort(kept)
+	slices.Sort(named)
+	if len(kept) == 0 {
+		t.Fatal("the chart keeps no CRD")
+	}
+	if diff := cmp.Diff(kept, named); diff != "" {
+		t.Errorf("README's kubectl delete crd line against the CRDs the chart keeps (-chart +README):\n%s", diff)
+	}
+}
