@@ -135,6 +135,9 @@ func (n realNode) converged(t *testing.T, ctx context.Context, k *kube) {
 	}
 	t.Run("router to a sandbox", func(t *testing.T) { checkRouterTraffic(t, ctx, k, base, sb) })
 	t.Run("a sandbox's volume across suspend, resume and expiry", func(t *testing.T) { checkVolumeLifecycle(t, ctx, k, base) })
+	t.Run("a claimed Sandbox's Pod deleted: Ready=False before the new Pod is Ready", func(t *testing.T) {
+		checkPodLossVisible(t, ctx, k, "bob")
+	})
 	t.Run("the router's --authz=kubernetes: 403 without RBAC, through with it", func(t *testing.T) {
 		checkRouterAuthz(t, ctx, k, n.release, base, sb)
 	})
@@ -427,4 +430,50 @@ func sandboxPods(ctx context.Context, k *kube, name string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkPodLossVisible deletes the Pod of a claim's Sandbox and polls the Sandbox every 100 ms,
+// as upstream's TestWarmPoolSandboxWatcher does: the loss (Ready=False) must show before the
+// replacement Pod makes it Ready again. A deleted Pod took the agent's process and memory with it.
+func checkPodLossVisible(t *testing.T, ctx context.Context, k *kube, claimName string) {
+	claim := &extv1beta1.SandboxClaim{}
+	if err := k.c.Get(ctx, client.ObjectKey{Namespace: exampleNamespace, Name: claimName}, claim); err != nil {
+		t.Fatal(err)
+	}
+	sb := claim.Status.SandboxStatus.Name
+	pods, err := sandboxPods(ctx, k, sb)
+	if err != nil || len(pods) != 1 {
+		t.Fatalf("Pods of Sandbox %s: %v (%v), want one", sb, pods, err)
+	}
+	zero := int64(0)
+	deleted := time.Now()
+	if err := k.cs.CoreV1().Pods(exampleNamespace).Delete(ctx, pods[0], metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	var sawFalse time.Duration
+	var reason string
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		got := &agentsv1beta1.Sandbox{}
+		if err := k.c.Get(ctx, client.ObjectKey{Namespace: exampleNamespace, Name: sb}, got); err != nil {
+			t.Fatal(err)
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, "Ready")
+		switch {
+		case cond != nil && cond.Status == metav1.ConditionFalse && sawFalse == 0:
+			sawFalse, reason = time.Since(deleted), cond.Reason+": "+cond.Message
+		case cond != nil && cond.Status == metav1.ConditionTrue && sawFalse > 0:
+			now, err := sandboxPods(ctx, k, sb)
+			if err != nil || len(now) != 1 || now[0] == pods[0] {
+				continue
+			}
+			t.Logf("Sandbox %s: Ready=False %v after its Pod was deleted (%s), Ready again %v after", sb, sawFalse.Round(time.Millisecond), reason, time.Since(deleted).Round(time.Millisecond))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if sawFalse == 0 {
+		t.Fatalf("Sandbox %s never showed Ready=False within 60 s of its Pod's deletion", sb)
+	}
+	t.Fatalf("Sandbox %s showed Ready=False after %v (%s) but was not Ready with a new Pod within 60 s", sb, sawFalse, reason)
 }

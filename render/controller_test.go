@@ -285,6 +285,47 @@ func TestStatusHold(t *testing.T) {
 			}
 		})
 	}
+	t.Run("pod lost", func(t *testing.T) {
+		wasReady := sb.DeepCopy()
+		wasReady.Status = *ready.DeepCopy()
+		if got := sandboxStatusHold(wasReady, newPod, status(agentsv1beta1.ReasonDependenciesNotReady, metav1.ConditionTrue), created.Add(32*time.Second)); got != 0 {
+			t.Errorf("a Ready Sandbox whose Pod was replaced: StatusHold = %v, want 0 (the loss is written at once)", got)
+		}
+	})
+}
+
+// TestSandboxBackground: which Sandbox passes may wait behind the passes somebody waits on.
+func TestSandboxBackground(t *testing.T) {
+	cond := func(s metav1.ConditionStatus) []metav1.Condition {
+		return []metav1.Condition{{Type: agentsv1beta1.ConditionReady, Status: s, Reason: "R"}}
+	}
+	pool := []metav1.OwnerReference{{APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: extv1beta1.SandboxWarmPoolKind, Name: "p", UID: "p", Controller: ptr.To(true)}}
+	cases := map[string]struct {
+		reason        string
+		member        bool
+		before, after metav1.ConditionStatus
+		want          bool
+	}{
+		"ready stays ready":   {reason: "a re-sync nobody waits on", before: metav1.ConditionTrue, after: metav1.ConditionTrue, want: true},
+		"starting":            {reason: "somebody waits for a start", before: metav1.ConditionFalse, after: metav1.ConditionTrue},
+		"pod lost":            {reason: "the loss of a Ready Sandbox's Pod is written first", before: metav1.ConditionTrue, after: metav1.ConditionFalse},
+		"member starting":     {reason: "a refill nobody waits on", member: true, before: metav1.ConditionFalse, after: metav1.ConditionTrue, want: true},
+		"member lost its pod": {reason: "a Ready member's loss too, whatever owns it", member: true, before: metav1.ConditionTrue, after: metav1.ConditionFalse},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sb := &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
+			sb.Status.Conditions = cond(tc.before)
+			if tc.member {
+				sb.Labels = map[string]string{agentsv1beta1.SandboxWarmPoolLabel: "h"}
+				sb.OwnerReferences = pool
+			}
+			next := &agentsv1beta1.SandboxStatus{Conditions: cond(tc.after)}
+			if got := sandboxBackground(sb, next); got != tc.want {
+				t.Errorf("%s: sandboxBackground = %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
 }
 
 // TestRefused: a pass whose write the API server refused reports it as upstream reports any

@@ -164,14 +164,19 @@ func (p *SandboxPlan) reconcile(sb *agentsv1beta1.Sandbox, found SandboxFound, n
 // sandboxBackground says nobody waits on a Sandbox's pass: it is Ready before the pass and after
 // it (a warm member just adopted, whose Pod takes the claim's labels: whoever uses it is served
 // whenever the pass writes), or it is a pool member no claim has taken yet (a refill: a claim
-// takes only a member that is Ready already).
+// takes only a member that is Ready already). A Sandbox that was Ready and is not any more lost
+// its Pod: that pass is never background, whoever owns the Sandbox, so that the loss is written
+// before the replacement Pod is Ready.
 func sandboxBackground(sb *agentsv1beta1.Sandbox, next *agentsv1beta1.SandboxStatus) bool {
+	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady)
+	if wasReady && !meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady) {
+		return false
+	}
 	if sb.Labels[agentsv1beta1.SandboxWarmPoolLabel] != "" && metav1.GetControllerOfNoCopy(sb) != nil &&
 		metav1.GetControllerOfNoCopy(sb).Kind == extv1beta1.SandboxWarmPoolKind {
 		return true
 	}
-	return meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) &&
-		meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady)
+	return wasReady && meta.IsStatusConditionTrue(next.Conditions, agentsv1beta1.ConditionReady)
 }
 
 // cleanUp is the second expired pass: the owned Pod and Service go (one already terminating is

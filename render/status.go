@@ -288,10 +288,16 @@ const StartupWindow = 30 * time.Second
 // is within StartupWindow of its Sandbox's or Pod's creation and going normally (Ready=False with
 // DependenciesNotReady, not unschedulable), its status waits, and the first status written is
 // usually Ready=True. Anything else (Ready, errors, suspension, finished Pods, expiry,
-// unschedulable Pods, and any start that takes longer) is written at once.
+// unschedulable Pods, and any start that takes longer) is written at once. So is the fall of a
+// Sandbox whose stored status says Ready: its Pod was deleted or failed, the agent's process and
+// memory went with it, and whoever uses the Sandbox must see that before the replacement Pod is
+// Ready (upstream's TestWarmPoolSandboxWatcher polls for exactly this).
 func sandboxStatusHold(sb *agentsv1beta1.Sandbox, pod *corev1.Pod, next *agentsv1beta1.SandboxStatus, now time.Time) time.Duration {
 	ready := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady)
 	if ready == nil || ready.Reason != agentsv1beta1.ReasonDependenciesNotReady {
+		return 0
+	}
+	if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
 		return 0
 	}
 	if meta.IsStatusConditionFalse(next.Conditions, agentsv1beta1.ConditionPodScheduled) {
