@@ -445,6 +445,10 @@ func checkPodLossVisible(t *testing.T, ctx context.Context, k *kube, claimName s
 	if err != nil || len(pods) != 1 {
 		t.Fatalf("Pods of Sandbox %s: %v (%v), want one", sb, pods, err)
 	}
+	old, err := k.cs.CoreV1().Pods(exampleNamespace).Get(ctx, pods[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	zero := int64(0)
 	deleted := time.Now()
 	if err := k.cs.CoreV1().Pods(exampleNamespace).Delete(ctx, pods[0], metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
@@ -463,8 +467,10 @@ func checkPodLossVisible(t *testing.T, ctx context.Context, k *kube, claimName s
 		case cond != nil && cond.Status == metav1.ConditionFalse && sawFalse == 0:
 			sawFalse, reason = time.Since(deleted), cond.Reason+": "+cond.Message
 		case cond != nil && cond.Status == metav1.ConditionTrue && sawFalse > 0:
-			now, err := sandboxPods(ctx, k, sb)
-			if err != nil || len(now) != 1 || now[0] == pods[0] {
+			// The replacement has the same name (the Sandbox's); it is another Pod by its UID.
+			cur, err := k.cs.CoreV1().Pods(exampleNamespace).Get(ctx, pods[0], metav1.GetOptions{})
+			if err != nil || cur.UID == old.UID || !podReady(cur) {
+				time.Sleep(100 * time.Millisecond)
 				continue
 			}
 			t.Logf("Sandbox %s: Ready=False %v after its Pod was deleted (%s), Ready again %v after", sb, sawFalse.Round(time.Millisecond), reason, time.Since(deleted).Round(time.Millisecond))
