@@ -317,7 +317,22 @@ func isSandboxRenderConfig(b []byte) bool {
 		return false
 	}
 	n := nodes[0]
-	return n.GetApiVersion() == renderconfig.APIVersion && n.GetKind() == renderconfig.Kind && strings.Contains(n.GetAnnotations()[functionAnnotation], "exec")
+	return n.GetApiVersion() == renderconfig.APIVersion && n.GetKind() == renderconfig.Kind && strings.Contains(annotationsOf(n)[functionAnnotation], "exec")
+}
+
+// annotationsOf is n's metadata.annotations, or nil when metadata or annotations is not a map:
+// kyaml's GetAnnotations indexes a list or a scalar there as if it were a map's key-value pairs
+// and panics (`metadata: [a]`), and such a file is kustomize's to refuse, not ours to crash on.
+func annotationsOf(n *kyaml.RNode) map[string]string {
+	meta := n.Field("metadata")
+	if meta == nil || meta.Value == nil || meta.Value.YNode().Kind != kyaml.MappingNode {
+		return nil
+	}
+	annotations := meta.Value.Field("annotations")
+	if annotations == nil || annotations.Value == nil || annotations.Value.YNode().Kind != kyaml.MappingNode {
+		return nil
+	}
+	return n.GetAnnotations()
 }
 
 // renameRisk finds what can change names after the transformers in the files a build read:
@@ -740,7 +755,7 @@ func rewriteExecPath(b []byte, fn function) ([]byte, bool, error) {
 		if n.GetApiVersion() != renderconfig.APIVersion || n.GetKind() != renderconfig.Kind {
 			continue
 		}
-		annotation := n.GetAnnotations()[functionAnnotation]
+		annotation := annotationsOf(n)[functionAnnotation]
 		var spec struct {
 			Exec map[string]any `json:"exec,omitempty"`
 		}

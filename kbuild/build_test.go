@@ -227,3 +227,42 @@ func TestKustomizeWithoutEnableExec(t *testing.T) {
 		t.Errorf("sandbox-render build rendered nothing:\n%s", b)
 	}
 }
+
+// TestMalformedRenderConfigMetadata: a render.yaml whose metadata, or its annotations, is a list
+// or a scalar is refused with an error, on both paths; kyaml's accessors used to panic on it
+// (`metadata: [a]` crashed `sandbox-render build` with a goroutine dump).
+func TestMalformedRenderConfigMetadata(t *testing.T) {
+	self := testenv.SandboxRender(t)
+	cases := map[string]string{
+		"metadata a list":          "metadata: [a]",
+		"metadata a scalar":        "metadata: a",
+		"metadata null":            "metadata: null",
+		"annotations a list":       "metadata: {name: render, annotations: [a]}",
+		"annotations a scalar":     "metadata: {name: render, annotations: 3}",
+		"labels a list":            "metadata: {name: render, labels: [a]}",
+		"labels a scalar":          "metadata: {name: render, labels: 3}",
+		"annotations a list, only": "metadata: {annotations: [x]}",
+	}
+	for name, meta := range cases {
+		for _, slow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, NoFastPath %v", name, slow), func(t *testing.T) {
+				dir := tree(t, 1, "", "mode: expand")
+				config := strings.Replace(fmt.Sprintf(renderConfig, "mode: expand"),
+					"metadata:\n  name: render\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: ./not-used\n", meta+"\n", 1)
+				writeTree(t, dir, map[string]string{"render.yaml": config})
+				var err error
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							t.Fatalf("build panicked on %s: %v", meta, p)
+						}
+					}()
+					_, err = Build(dir, self, Options{NoFastPath: slow})
+				}()
+				if err == nil {
+					t.Fatalf("build of a render.yaml with %s succeeded, want an error", meta)
+				}
+			})
+		}
+	}
+}
