@@ -81,11 +81,16 @@ func ClaimSandboxName(claim *extv1beta1.SandboxClaim) string {
 }
 
 // ClaimNameToRead is the Sandbox a pass must read by name before PlanClaim, when the claim
-// controls none: an expired Retain claim, whose cleanup must tell "already gone" from "another
-// object holds the name". False when nothing is to be read.
+// controls none: a claim about to get a Sandbox, which takes over its own render applied by a
+// GitOps tool rather than adopt a warm member beside it (see acquire), and an expired Retain
+// claim, whose cleanup must tell "already gone" from "another object holds the name". False when
+// nothing is to be read.
 func ClaimNameToRead(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time) (string, bool) {
-	exp := ClaimExpiry(claim, now)
-	if found.Sandbox == nil && exp.Step == CleanUp && exp.DeleteSandbox {
+	if found.Sandbox != nil {
+		return "", false
+	}
+	switch exp := ClaimExpiry(claim, now); {
+	case exp.Step == NotExpired, exp.Step == CleanUp && exp.DeleteSandbox:
 		return ClaimSandboxName(claim), true
 	}
 	return "", false
@@ -164,7 +169,10 @@ func (p *ClaimPlan) resync(claim *extv1beta1.SandboxClaim, found ClaimFound) *Cl
 func (p *ClaimPlan) acquire(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, opts Options) (*ClaimError, time.Duration) {
 	cp := found.Pool
 	cold, cerr := ClaimSandbox(claim, cp, opts)
-	if ClaimTriesWarm(claim, cp, cerr) {
+	// The claim's own Sandbox as the render previews it, applied by a GitOps tool with the claim,
+	// is what the claim gets: taken over below, never a warm member adopted beside it, which
+	// would leave two running Pods where the preview shows one.
+	if !ClaimOwnsRender(claim, found.Named) && ClaimTriesWarm(claim, cp, cerr) {
 		cands := ClaimWarmCandidates(claim, cp, found.Members, ClaimRank(claim, found.Claims), opts)
 		if len(cands.Adoptable) > 0 {
 			member := cands.Adoptable[0]

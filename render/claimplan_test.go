@@ -107,6 +107,22 @@ func TestPlanClaim(t *testing.T) {
 			},
 			want: summary{Steps: []string{"Update Sandbox claim-a on 30 Replan"}, Status: ReasonSandboxNotReady, WriteStatus: true, Launch: agentsv1beta1.SandboxLaunchTypeCold},
 		},
+		"take-over before a warm member": {
+			reason: "the claim's earlier render, applied with it by a GitOps tool, is taken over though a Ready member waits: the preview shows that Sandbox, and adopting beside it would run two Pods",
+			claim:  claim(young),
+			found: func(c *extv1beta1.SandboxClaim) ClaimFound {
+				return ClaimFound{Pool: cp, Named: earlierRender(c), Members: []*agentsv1beta1.Sandbox{member(pool, tpl, "m1", time.Minute, ready)}}
+			},
+			want: summary{Steps: []string{"Update Sandbox claim-a on 30 Replan"}, Status: ReasonSandboxNotReady, Requeue: StartupWindow - time.Second, Launch: agentsv1beta1.SandboxLaunchTypeCold},
+		},
+		"someone else's Sandbox of the name, a warm member": {
+			reason: "a Sandbox of the claim's name that is not its render does not stop the warm path, as upstream",
+			claim:  claim(young),
+			found: func(*extv1beta1.SandboxClaim) ClaimFound {
+				return ClaimFound{Pool: cp, Named: foreign, Members: []*agentsv1beta1.Sandbox{member(pool, tpl, "m1", time.Minute, ready)}}
+			},
+			want: summary{Steps: []string{"Adopt Sandbox m1 on 7 Replan"}, Status: agentsv1beta1.ReasonDependenciesReady, WriteStatus: true, Launch: agentsv1beta1.SandboxLaunchTypeWarm},
+		},
 		"take-over refused": {
 			reason: "someone else's Sandbox under the claim's name is never taken; the error is retried and said once",
 			claim:  claim(old),

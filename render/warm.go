@@ -238,6 +238,13 @@ func ClaimCanTakeOver(existing *agentsv1beta1.Sandbox) bool {
 	return metav1.GetControllerOfNoCopy(existing) == nil && existing.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == agentsv1beta1.SandboxLaunchTypeCold
 }
 
+// ClaimOwnsRender reports whether named, the Sandbox found under the claim's Sandbox name, is
+// the claim's own render that the claim takes over (ClaimCanTakeOver) instead of adopting a warm
+// member.
+func ClaimOwnsRender(claim *extv1beta1.SandboxClaim, named *agentsv1beta1.Sandbox) bool {
+	return named != nil && named.Name == ClaimSandboxName(claim) && ClaimCanTakeOver(named)
+}
+
 // ClaimNotControlledError is upstream's error for a claim whose name another Sandbox has: a
 // ReconcilerError (retried), on the claim's name.
 func ClaimNotControlledError(claim *extv1beta1.SandboxClaim) *ClaimError {
