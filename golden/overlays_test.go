@@ -121,12 +121,12 @@ func TestKustomizeReportsFindings(t *testing.T) {
 		"sandbox-render build": {
 			reason: "the file as the tree was given, and the document and line",
 			args:   []string{self, "build", dir},
-			want:   filepath.Join(dir, "claim.yaml") + ": document 1 (line 1): " + finding + "sandbox-render: the input has problems; nothing was written\n",
+			want:   filepath.Join(dir, "claim.yaml") + ": document 1 (line 8): " + finding + "sandbox-render: the input has problems; nothing was written\n",
 		},
 		"sandbox-render build without originAnnotations": {
 			reason: "the same: the build asks kustomize for origins",
 			args:   []string{self, "build", noOrigins},
-			want:   filepath.Join(noOrigins, "claim.yaml") + ": document 1 (line 1): " + finding + "sandbox-render: the input has problems; nothing was written\n",
+			want:   filepath.Join(noOrigins, "claim.yaml") + ": document 1 (line 8): " + finding + "sandbox-render: the input has problems; nothing was written\n",
 		},
 	}
 	for name, tc := range cases {

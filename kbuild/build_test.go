@@ -187,7 +187,7 @@ func TestExecPathNamesFiles(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
 		t.Fatalf("exit %d (%v), want 1; stderr:\n%s", code, err, stderr.String())
 	}
-	if want := filepath.Join(dir, "pool.yaml") + `: document 1 (line 1): error: SandboxWarmPool sandboxes/python: spec.sandboxTemplateRef.name: Not found: "missing"`; !strings.Contains(stderr.String(), want) {
+	if want := filepath.Join(dir, "pool.yaml") + `: document 1 (line 8): error: SandboxWarmPool sandboxes/python: spec.sandboxTemplateRef.name: Not found: "missing"`; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 	}
 	if strings.Contains(stderr.String(), "couldn't execute function") {

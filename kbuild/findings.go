@@ -29,13 +29,21 @@ type placer struct {
 	// them, relative to its repository.
 	dir   string
 	roots []string
-	// read are the files the build read, by absolute path; docs those read as objects.
-	read map[string][]byte
-	docs map[string][]yamlread.Document
+	// read are the files the build read, by absolute path; docs those read as objects, and
+	// nodes the documents read again to find a field's line.
+	read  map[string][]byte
+	docs  map[string][]yamlread.Document
+	nodes map[docKey]*yamlread.Node
+}
+
+// docKey is a document of a file the build read: its absolute path and 1-based index.
+type docKey struct {
+	file  string
+	index int
 }
 
 func newPlacer(dir string, read []source) *placer {
-	p := &placer{dir: dir, read: make(map[string][]byte, len(read)), docs: map[string][]yamlread.Document{}}
+	p := &placer{dir: dir, read: make(map[string][]byte, len(read)), docs: map[string][]yamlread.Document{}, nodes: map[docKey]*yamlread.Node{}}
 	for _, s := range read {
 		p.read[s.path] = s.data
 	}
@@ -73,17 +81,20 @@ func (p *placer) name(path string) string {
 	return filepath.Join(p.dir, best)
 }
 
-// locate is the 1-based document and the line where the object ref names starts in a file of the
-// build, path relative to the tree: the one document of its kind and name, or of its kind, name
-// and namespace when several have the name (kustomize's namespace: replaces the file's). 0 when
-// the build did not read the file or it holds no single such object (a patch may rename one).
-func (p *placer) locate(path string, ref *kyaml.ResourceIdentifier) (document, line int) {
+// locate is the 1-based document and the line of a finding on the object ref names in a file of
+// the build, path relative to the tree: the one document of its kind and name, or of its kind,
+// name and namespace when several have the name (kustomize's namespace: replaces the file's). The
+// line is the field's (yamlread.FieldLine), as render places it, or the document's first when the
+// file does not write the field (a patch or a default set it). 0 when the build did not read the
+// file or it holds no single such object (a patch may rename one).
+func (p *placer) locate(path string, ref *kyaml.ResourceIdentifier, field string) (document, line int) {
 	if ref == nil || len(p.roots) == 0 || filepath.IsAbs(path) {
 		return 0, 0
 	}
 	var docs []yamlread.Document
+	var file string
 	for _, root := range p.roots {
-		file := filepath.Join(root, path)
+		file = filepath.Join(root, path)
 		if d, ok := p.docs[file]; ok {
 			docs = d
 			break
@@ -104,13 +115,34 @@ func (p *placer) locate(path string, ref *kyaml.ResourceIdentifier) (document, l
 			same = append(same, d)
 		}
 	}
+	var d yamlread.Document
 	switch {
 	case len(named) == 1:
-		return named[0].Index, named[0].Line
+		d = named[0]
 	case len(same) == 1:
-		return same[0].Index, same[0].Line
+		d = same[0]
+	default:
+		return 0, 0
 	}
-	return 0, 0
+	return d.Index, p.fieldLine(docKey{file, d.Index}, d, field)
+}
+
+// fieldLine is the line of field in a document of a file the build read (see locate); each
+// document is read again once, and only when a finding is on it.
+func (p *placer) fieldLine(key docKey, d yamlread.Document, field string) int {
+	n, seen := p.nodes[key]
+	if !seen {
+		if docs, err := yamlread.ReadNodes(d.Text); d.Text != nil && err == nil && len(docs) == 1 {
+			n = &docs[0]
+		}
+		p.nodes[key] = n
+	}
+	if n != nil {
+		if l := yamlread.FieldLine(n.Node, field); l > 0 {
+			return l - n.Line + d.Line
+		}
+	}
+	return d.Line
 }
 
 // place returns copies of results with their files named (see name) and, where the render knew
@@ -124,7 +156,7 @@ func (p *placer) place(results framework.Results) framework.Results {
 		if r.File != nil && r.File.Path != "" {
 			c.File = &framework.File{Path: p.name(r.File.Path), Index: r.File.Index}
 			if r.Tags[krm.TagDocument] == "" {
-				if doc, line := p.locate(r.File.Path, r.ResourceRef); doc > 0 {
+				if doc, line := p.locate(r.File.Path, r.ResourceRef, fieldPath(r)); doc > 0 {
 					c.File.Index = doc - 1
 					c.Tags = maps.Clone(r.Tags)
 					if c.Tags == nil {
@@ -137,6 +169,14 @@ func (p *placer) place(results framework.Results) framework.Results {
 		out[i] = &c
 	}
 	return out
+}
+
+// fieldPath is the field a result is about, "" for none.
+func fieldPath(r *framework.Result) string {
+	if r.Field == nil {
+		return ""
+	}
+	return r.Field.Path
 }
 
 // unreadable is the report of files render would refuse to read: one line per file, led by its
@@ -222,11 +262,17 @@ func withSeverity(results framework.Results, s framework.Severity, not bool) fra
 }
 
 // warnings are the warning results of a build that succeeded, placed as findings are and sorted
-// as Format writes them: several functions may have written them, in any order.
+// as Format writes them but for their lines: several functions may have written them, in any
+// order. Without the lines, the warnings of one object keep the order of their fields, as render
+// writes them, wherever their fields are in its document.
 func (p *placer) warnings(results framework.Results) framework.Results {
 	placed := p.place(withSeverity(results, framework.Warning, false))
-	slices.SortStableFunc(placed, func(a, b *framework.Result) int {
-		return strings.Compare(krm.Format(framework.Results{a}), krm.Format(framework.Results{b}))
-	})
+	key := func(r *framework.Result) string {
+		c := *r
+		c.Tags = maps.Clone(r.Tags)
+		delete(c.Tags, krm.TagLine)
+		return krm.Format(framework.Results{&c})
+	}
+	slices.SortStableFunc(placed, func(a, b *framework.Result) int { return strings.Compare(key(a), key(b)) })
 	return placed
 }

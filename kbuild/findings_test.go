@@ -77,17 +77,17 @@ func TestFindingsPlaced(t *testing.T) {
 		"TwoFindingsInOneFile": {
 			reason: "two findings of one object printed w/w/template.yaml: the path was joined to the tree once per finding",
 			dir:    "w", files: findingsTree("w"),
-			want: "w/template.yaml: document 2 (line 6): " + port0 + "w/template.yaml: document 2 (line 6): " + port1,
+			want: "w/template.yaml: document 2 (line 17): " + port0 + "w/template.yaml: document 2 (line 18): " + port1,
 		},
 		"DeeperTree": {
 			reason: "deep/er/w/deep/er/w/template.yaml",
 			dir:    "deep/er/w", files: findingsTree("deep/er/w"),
-			want: "deep/er/w/template.yaml: document 2 (line 6): " + port0 + "deep/er/w/template.yaml: document 2 (line 6): " + port1,
+			want: "deep/er/w/template.yaml: document 2 (line 17): " + port0 + "deep/er/w/template.yaml: document 2 (line 18): " + port1,
 		},
 		"WorkingDirectory": {
 			reason: "the tree given as . names its files bare",
 			dir:    ".", files: findingsTree("."),
-			want: "template.yaml: document 2 (line 6): " + port0 + "template.yaml: document 2 (line 6): " + port1,
+			want: "template.yaml: document 2 (line 17): " + port0 + "template.yaml: document 2 (line 18): " + port1,
 		},
 		"FileOfABase": {
 			reason: "a base's file is named from the working directory, as the person would open it",
@@ -98,7 +98,7 @@ func TestFindingsPlaced(t *testing.T) {
 				"overlay/kustomization.yaml": "resources:\n- ../base\ntransformers:\n- render.yaml\n",
 				"overlay/render.yaml":        renderConfigFor("mode: expand"),
 			},
-			want: "base/template.yaml: document 2 (line 6): " + port0 + "base/template.yaml: document 2 (line 6): " + port1,
+			want: "base/template.yaml: document 2 (line 17): " + port0 + "base/template.yaml: document 2 (line 18): " + port1,
 		},
 		"SameNameOtherKind": {
 			reason: "the document is the object's, not the first of its name",
@@ -108,7 +108,7 @@ func TestFindingsPlaced(t *testing.T) {
 				"w/template.yaml":      strings.Replace(twoFindings, "name: c\n", "name: python\n", 1),
 				"w/render.yaml":        renderConfigFor("mode: expand"),
 			},
-			want: "w/template.yaml: document 2 (line 6): " + port0 + "w/template.yaml: document 2 (line 6): " + port1,
+			want: "w/template.yaml: document 2 (line 17): " + port0 + "w/template.yaml: document 2 (line 18): " + port1,
 		},
 		"Namespaced": {
 			reason: "the kustomization's namespace: is not the file's: the object is still found",
@@ -118,8 +118,19 @@ func TestFindingsPlaced(t *testing.T) {
 				"w/template.yaml":      strings.Replace(twoFindings, "name: python\n", "name: python\n  namespace: other\n", 1),
 				"w/render.yaml":        renderConfigFor("mode: expand"),
 			},
-			want: "w/template.yaml: document 2 (line 6): " + strings.Replace(port0, "python", "team-a/python", 1) +
-				"w/template.yaml: document 2 (line 6): " + strings.Replace(port1, "python", "team-a/python", 1),
+			want: "w/template.yaml: document 2 (line 18): " + strings.Replace(port0, "python", "team-a/python", 1) +
+				"w/template.yaml: document 2 (line 19): " + strings.Replace(port1, "python", "team-a/python", 1),
+		},
+		"FieldSetByAPatch": {
+			reason: "a field the file does not write (a patch set it) is placed at the nearest field above it the file writes: the container",
+			dir:    "w",
+			files: map[string]string{
+				"w/kustomization.yaml": "resources:\n- template.yaml\npatches:\n- path: patch.yaml\ntransformers:\n- render.yaml\n",
+				"w/template.yaml":      strings.Replace(twoFindings, "        ports:\n        - containerPort: 70000\n        - containerPort: 80000\n", "", 1),
+				"w/patch.yaml":         "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxTemplate\nmetadata:\n  name: python\nspec:\n  podTemplate:\n    spec:\n      containers:\n      - name: python\n        image: python:3.12\n        ports:\n        - containerPort: 70000\n",
+				"w/render.yaml":        renderConfigFor("mode: expand"),
+			},
+			want: "w/template.yaml: document 2 (line 14): " + port0,
 		},
 		"ResourceNamedWithoutExtension": {
 			reason: "a resource file not named *.yaml was left to kustomize, which said yaml: line 7 (of the document, not naming it) in File: s",

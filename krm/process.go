@@ -274,17 +274,17 @@ func (in *input) expand(encode bool) ([]bundle.Entry, map[int]*unstructured.Unst
 // their shutdownTime, so a reviewer sees why their children are missing, and the templates whose
 // own NetworkPolicy shuts out the router or DNS.
 func (in *input) warnings() framework.Results {
-	return WarningResults(bundle.Warnings(in.objs, in.cfg.Options()), in.objs, func(u *unstructured.Unstructured) (*framework.File, int) {
+	return WarningResults(bundle.Warnings(in.objs, in.cfg.Options()), in.objs, func(u *unstructured.Unstructured, _ string) (*framework.File, int) {
 		return in.fileOfObject(u), 0
 	})
 }
 
 // WarningResults are warnings as results of severity warning, placed as ResultsAt places
 // findings: on the object's resourceRef (its apiVersion as written) and field, in its file and
-// document when locate knows them. The message is the warning's own, as the function has always
-// given it; Format adds the object and the field for people. A warning never changes the exit
-// code.
-func WarningResults(ws []bundle.Warning, objs []*unstructured.Unstructured, locate func(*unstructured.Unstructured) (*framework.File, int)) framework.Results {
+// document (and at the field's line) when locate knows them. The message is the warning's own, as
+// the function has always given it; Format adds the object and the field for people. A warning
+// never changes the exit code.
+func WarningResults(ws []bundle.Warning, objs []*unstructured.Unstructured, locate Locate) framework.Results {
 	out := make(framework.Results, 0, len(ws))
 	for _, w := range ws {
 		ref := &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{Kind: w.Kind}, NameMeta: kyaml.NameMeta{Name: w.Name, Namespace: w.Namespace}}
@@ -296,7 +296,7 @@ func WarningResults(ws []bundle.Warning, objs []*unstructured.Unstructured, loca
 		line := 0
 		if src := findObject(objs, w.Kind, w.Namespace, w.Name); src != nil {
 			ref.APIVersion = src.GetAPIVersion()
-			file, line = locate(src)
+			file, line = locate(src, w.Field)
 		}
 		file, tags := placed(file)
 		if tags != nil && line > 0 {
@@ -339,12 +339,18 @@ func (in *input) items(entries []bundle.Entry, converted map[int]*unstructured.U
 // naming the object, the field path and, when fileOf knows it, the file; other errors as plain
 // results.
 func Results(err error, objs []*unstructured.Unstructured, fileOf func(*unstructured.Unstructured) *framework.File) framework.Results {
-	return ResultsAt(err, objs, func(u *unstructured.Unstructured) (*framework.File, int) { return fileOf(u), 0 })
+	return ResultsAt(err, objs, func(u *unstructured.Unstructured, _ string) (*framework.File, int) { return fileOf(u), 0 })
 }
 
-// ResultsAt is Results for a caller that also knows the line each object starts on (the CLI,
-// which read the files): findings then name the file, the document and the line.
-func ResultsAt(err error, objs []*unstructured.Unstructured, locate func(*unstructured.Unstructured) (*framework.File, int)) framework.Results {
+// Locate places a finding on an input object: the file the object came from, and the line of the
+// field (a field.Path, as the finding names it) in that file, 0 when unknown. A caller that read
+// the files finds the line with yamlread.FieldLine, so that a finding names the line a person
+// fixes, not the document's first.
+type Locate func(obj *unstructured.Unstructured, field string) (*framework.File, int)
+
+// ResultsAt is Results for a caller that also knows the line of each field (the CLI, which read
+// the files): findings then name the file, the document and the field's line.
+func ResultsAt(err error, objs []*unstructured.Unstructured, locate Locate) framework.Results {
 	var out framework.Results
 	var walk func(error)
 	walk = func(err error) {
@@ -370,17 +376,19 @@ func ResultsAt(err error, objs []*unstructured.Unstructured, locate func(*unstru
 			TypeMeta: kyaml.TypeMeta{Kind: ie.Kind},
 			NameMeta: kyaml.NameMeta{Name: ie.Name, Namespace: ie.Namespace},
 		}
-		var file *framework.File
-		line := 0
 		if src != nil {
 			ref.APIVersion = src.GetAPIVersion()
-			file, line = locate(src)
-		}
-		file, tags := placed(file)
-		if tags != nil && line > 0 {
-			tags[TagLine] = strconv.Itoa(line)
 		}
 		for _, fe := range ie.Errs {
+			var file *framework.File
+			line := 0
+			if src != nil {
+				file, line = locate(src, fe.Field)
+			}
+			file, tags := placed(file)
+			if tags != nil && line > 0 {
+				tags[TagLine] = strconv.Itoa(line)
+			}
 			r := &framework.Result{
 				Message:     ie.Object() + ": " + fieldMessage(fe),
 				Severity:    framework.Error,

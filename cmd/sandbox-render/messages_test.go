@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -55,59 +56,59 @@ func TestFindingMessages(t *testing.T) {
 		"NewlineInName": {
 			reason: "a newline in a name split the finding line in two",
 			files:  map[string]string{"sb.yaml": sandboxNamed(`"a\nb: evil"`)},
-			want: `{dir}/sb.yaml: document 1 (line 1): error: Sandbox "a\nb: evil": metadata.name: Invalid value: "a\nb: evil": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')` + "\n" +
+			want: `{dir}/sb.yaml: document 1 (line 4): error: Sandbox "a\nb: evil": metadata.name: Invalid value: "a\nb: evil": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"LongName": {
 			reason: "a 10 MB name gave 20 MB of standard error (1 MiB here: over 3 MiB the document is refused unread)",
 			files:  map[string]string{"sb.yaml": sandboxNamed(long)},
-			want: `{dir}/sb.yaml: document 1 (line 1): error: Sandbox "` + long[:200] + `…" (1048576 characters): metadata.name: Invalid value: "` + long[:200] + `…" (1048576 characters): must be no more than 253 characters` + "\n" +
+			want: `{dir}/sb.yaml: document 1 (line 4): error: Sandbox "` + long[:200] + `…" (1048576 characters): metadata.name: Invalid value: "` + long[:200] + `…" (1048576 characters): must be no more than 253 characters` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"ClaimGivenTwice": {
 			reason: `"Sandbox /alice is rendered twice: from SandboxClaim alice and from SandboxClaim alice" named no file, document or field`,
 			files:  map[string]string{"a.yaml": template + "---\n" + claim, "b.yaml": claim},
-			want: `{dir}/b.yaml: document 1 (line 1): error: SandboxClaim ns/alice: metadata.name: Duplicate value: "alice"` + "\n" +
+			want: `{dir}/b.yaml: document 1 (line 4): error: SandboxClaim ns/alice: metadata.name: Duplicate value: "alice"` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"EveryDuplicateAtItsOwnLine": {
 			reason: "every duplicate of a ConfigMap was reported at the first copy's line",
 			files:  map[string]string{"cm.yaml": cm + "---\n" + cm + "---\n" + cm},
-			want: `{dir}/cm.yaml: document 2 (line 6): error: ConfigMap c: metadata.name: Duplicate value: "c"` + "\n" +
-				`{dir}/cm.yaml: document 3 (line 11): error: ConfigMap c: metadata.name: Duplicate value: "c"` + "\n" +
+			want: `{dir}/cm.yaml: document 2 (line 9): error: ConfigMap c: metadata.name: Duplicate value: "c"` + "\n" +
+				`{dir}/cm.yaml: document 3 (line 14): error: ConfigMap c: metadata.name: Duplicate value: "c"` + "\n" +
 				"sandbox-render: the input cannot be rendered: 2 problem(s)\n",
 		},
 		"PoolMembersLimit": {
 			reason: "the pool-members limit named no file, document, object or field",
 			files:  map[string]string{"t.yaml": template, "pool.yaml": pool, "render.yaml": limit},
-			want: `{dir}/pool.yaml: document 1 (line 1): error: SandboxWarmPool ns/python: spec.replicas: Invalid value: 9000: the SandboxWarmPools of this input ask for 9000 members in all, more than the limit of 100 per render; render them in parts, or raise the limit (SandboxRender spec.maxPoolMembers)` + "\n" +
+			want: `{dir}/pool.yaml: document 1 (line 7): error: SandboxWarmPool ns/python: spec.replicas: Invalid value: 9000: the SandboxWarmPools of this input ask for 9000 members in all, more than the limit of 100 per render; render them in parts, or raise the limit (SandboxRender spec.maxPoolMembers)` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"ChildOfTwoSandboxes": {
 			reason: `"PersistentVolumeClaim ns/a-b-c is rendered twice: from Sandbox ns/b-c and from Sandbox ns/c" named no file, document or field`,
 			files:  map[string]string{"b-c.yaml": withVolume(sandboxIn("ns", "b-c"), "a"), "c.yaml": cm + "---\n" + withVolume(sandboxIn("ns", "c"), "a-b")},
-			want: `{dir}/c.yaml: document 2 (line 6): error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
+			want: `{dir}/c.yaml: document 2 (line 17): error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"ChildOfAClaimAndASandbox": {
 			reason: "a child of a claim's Sandbox and of a Sandbox was placed nowhere, and the claim's Sandbox has no file",
 			files: map[string]string{"t.yaml": withVolume(templateNamed("t"), "data-a"), "claim.yaml": claimOf("b", "t"),
 				"sb.yaml": withVolume(sandboxIn("ns", "a-b"), "data")},
-			want: `{dir}/sb.yaml: document 1 (line 1): error: Sandbox ns/a-b: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "data": renders PersistentVolumeClaim ns/data-a-b, which Sandbox ns/b (from SandboxClaim ns/b) renders too; rename one of them` + "\n" +
+			want: `{dir}/sb.yaml: document 1 (line 12): error: Sandbox ns/a-b: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "data": renders PersistentVolumeClaim ns/data-a-b, which Sandbox ns/b (from SandboxClaim ns/b) renders too; rename one of them` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"ChildOfTwoClaims": {
 			reason: "a child of two claims' Sandboxes is placed on the later claim, which has a file, not on its Sandbox, which has none",
 			files: map[string]string{"t.yaml": withVolume(templateNamed("t"), "d") + "---\n" + withVolume(templateNamed("u"), "d-a"),
 				"claims.yaml": claimOf("a-b", "t") + "---\n" + claimOf("b", "u")},
-			want: `{dir}/claims.yaml: document 2 (line 10): error: SandboxClaim ns/b: metadata.name: Invalid value: "b": its Sandbox ns/b renders PersistentVolumeClaim ns/d-a-b, which Sandbox ns/a-b (from SandboxClaim ns/a-b) renders too; rename one of them` + "\n" +
+			want: `{dir}/claims.yaml: document 2 (line 13): error: SandboxClaim ns/b: metadata.name: Invalid value: "b": its Sandbox ns/b renders PersistentVolumeClaim ns/d-a-b, which Sandbox ns/a-b (from SandboxClaim ns/a-b) renders too; rename one of them` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"ClaimNamedLikeAPoolMember": {
 			reason: "a claim rendering the Sandbox a pool renders as a member had no test",
 			files: map[string]string{"t.yaml": template, "pool.yaml": strings.Replace(pool, "replicas: 9000", "replicas: 1", 1),
 				"claim.yaml": cm + "---\n" + claimOf(member, "python")},
-			want: `{dir}/claim.yaml: document 2 (line 6): error: SandboxClaim ns/` + member + `: metadata.name: Invalid value: "` + member + `": renders Sandbox ns/` + member + `, which SandboxWarmPool ns/python renders too; rename one of them` + "\n" +
+			want: `{dir}/claim.yaml: document 2 (line 9): error: SandboxClaim ns/` + member + `: metadata.name: Invalid value: "` + member + `": renders Sandbox ns/` + member + `, which SandboxWarmPool ns/python renders too; rename one of them` + "\n" +
 				"sandbox-render: the input cannot be rendered: 1 problem(s)\n",
 		},
 		"BadNow": {
@@ -154,7 +155,7 @@ func TestChildOfTwoParentsBuild(t *testing.T) {
 		t.Fatalf("build exited %d, want %d; standard error:\n%s", code, cli.ExitFailure, stderr.String())
 	}
 	// kustomize's origins give the file; the document and line are found in it, as render gives them.
-	want := filepath.Join(dir, "c.yaml") + `: document 1 (line 1): error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
+	want := filepath.Join(dir, "c.yaml") + `: document 1 (line 12): error: Sandbox ns/c: spec.volumeClaimTemplates[0].metadata.name: Invalid value: "a-b": renders PersistentVolumeClaim ns/a-b-c, which Sandbox ns/b-c renders too; rename one of them` + "\n" +
 		"sandbox-render: the input has problems; nothing was written\n"
 	if diff := cmp.Diff(want, stderr.String()); diff != "" {
 		t.Errorf("standard error (-want +got):\n%s", diff)
@@ -214,9 +215,12 @@ func TestWarningMessages(t *testing.T) {
 		"render.yaml":        strings.Replace(restrictedConfig, "restricted: true", "restricted: false", 1),
 		"template.yaml":      template,
 	})
-	at := filepath.Join(dir, "template.yaml") + ": document 1 (line 1): "
-	warnings := at + "warning: SandboxTemplate ns/python: spec.networkPolicy.egress: its one rule does not allow UDP or TCP port 53 to the cluster DNS (pods k8s-app=kube-dns in namespace kube-system, or a private address), yet the Pods resolve names through the cluster DNS (dnsPolicy unset, which is ClusterFirst) and a custom policy gets no DNS rule and no DNS override: every name lookup in these sandboxes fails; add an egress rule for UDP and TCP port 53 to the cluster DNS (a peer with namespaceSelector kubernetes.io/metadata.name=kube-system and podSelector k8s-app=kube-dns), or set spec.podTemplate.spec.dnsPolicy\n" +
-		at + "warning: SandboxTemplate ns/python: spec.networkPolicy.ingress: is empty, and the rendered NetworkPolicy lists Ingress in its policyTypes (upstream renders Ingress and Egress for every custom policy), so it admits no ingress: the sandbox router cannot reach these sandboxes; add an ingress rule from the router's namespace (a peer with namespaceSelector kubernetes.io/metadata.name=sandbox-router and podSelector app=sandbox-router)\n"
+	// Each at its field's line: egress at its own, ingress (not written) at networkPolicy's.
+	at := func(line int) string {
+		return fmt.Sprintf("%s: document 1 (line %d): ", filepath.Join(dir, "template.yaml"), line)
+	}
+	warnings := at(13) + "warning: SandboxTemplate ns/python: spec.networkPolicy.egress: its one rule does not allow UDP or TCP port 53 to the cluster DNS (pods k8s-app=kube-dns in namespace kube-system, or a private address), yet the Pods resolve names through the cluster DNS (dnsPolicy unset, which is ClusterFirst) and a custom policy gets no DNS rule and no DNS override: every name lookup in these sandboxes fails; add an egress rule for UDP and TCP port 53 to the cluster DNS (a peer with namespaceSelector kubernetes.io/metadata.name=kube-system and podSelector k8s-app=kube-dns), or set spec.podTemplate.spec.dnsPolicy\n" +
+		at(12) + "warning: SandboxTemplate ns/python: spec.networkPolicy.ingress: is empty, and the rendered NetworkPolicy lists Ingress in its policyTypes (upstream renders Ingress and Egress for every custom policy), so it admits no ingress: the sandbox router cannot reach these sandboxes; add an ingress rule from the router's namespace (a peer with namespaceSelector kubernetes.io/metadata.name=sandbox-router and podSelector app=sandbox-router)\n"
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -274,7 +278,7 @@ func TestWarningMessages(t *testing.T) {
 	}
 	ref := &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: "SandboxTemplate"}, NameMeta: kyaml.NameMeta{Name: "python", Namespace: "ns"}}
 	// The message is the warning's own: the result names the object and the field.
-	lines := strings.Split(strings.TrimSuffix(strings.ReplaceAll(warnings, at+"warning: SandboxTemplate ns/python: ", ""), "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(strings.NewReplacer(at(13)+"warning: SandboxTemplate ns/python: ", "", at(12)+"warning: SandboxTemplate ns/python: ", "").Replace(warnings), "\n"), "\n")
 	var wantResults framework.Results
 	for i, f := range []string{"spec.networkPolicy.egress", "spec.networkPolicy.ingress"} {
 		wantResults = append(wantResults, &framework.Result{Severity: framework.Warning, Message: strings.TrimPrefix(lines[i], f+": "), ResourceRef: ref,

@@ -27,6 +27,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/kbuild"
 	"github.com/sandbox-gitops/sandbox-gitops/krm"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
@@ -538,7 +539,7 @@ type inputs struct {
 
 // findings reports a render error on stderr and returns the findings exit code.
 func (in *inputs) findings(err error, stderr io.Writer) error {
-	results := krm.ResultsAt(err, in.objs, func(u *unstructured.Unstructured) (*framework.File, int) { return in.files[u], in.lines[u] })
+	results := krm.ResultsAt(err, in.objs, in.locator())
 	fmt.Fprint(stderr, krm.Format(results))
 	return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("the input cannot be rendered: %d problem(s)", len(results))}
 }
@@ -547,7 +548,31 @@ func (in *inputs) findings(err error, stderr io.Writer) error {
 // findings are, with the severity warning. They do not change the exit code.
 func (in *inputs) warnings(cfg *renderconfig.SandboxRender) string {
 	ws := bundle.Warnings(in.objs, cfg.Options())
-	return krm.Format(krm.WarningResults(ws, in.objs, func(u *unstructured.Unstructured) (*framework.File, int) { return in.files[u], in.lines[u] }))
+	return krm.Format(krm.WarningResults(ws, in.objs, in.locator()))
+}
+
+// locator places a finding at its field's line in the object's document (yamlread.FieldLine),
+// or at the document's first line when the field is not written there (an object of a List,
+// or a field only a default sets). Each document is read again only when a finding is on it,
+// and once.
+func (in *inputs) locator() krm.Locate {
+	nodes := map[*unstructured.Unstructured]*yamlread.Node{}
+	return func(u *unstructured.Unstructured, field string) (*framework.File, int) {
+		start := in.lines[u]
+		n, seen := nodes[u]
+		if !seen {
+			if docs, err := yamlread.ReadNodes(in.text[u]); in.text[u] != nil && err == nil && len(docs) == 1 {
+				n = &docs[0]
+			}
+			nodes[u] = n
+		}
+		if n != nil {
+			if l := yamlread.FieldLine(n.Node, field); l > 0 {
+				return in.files[u], l - n.Line + start
+			}
+		}
+		return in.files[u], start
+	}
 }
 
 // readInputs reads every named source. With none, standard input, or the bundled example when
