@@ -361,6 +361,10 @@ func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string
 		return nil, "", err
 	}
 	if _, err := renderconfig.Parse(p.config); err != nil {
+		var ce *renderconfig.Error
+		if errors.As(err, &ce) {
+			return nil, "", errors.New(ce.In(p.configAt))
+		}
 		return nil, "", fmt.Errorf("%s: %w", p.configAt, err)
 	}
 	items := m.ToRNodeSlice()

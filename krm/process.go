@@ -1,6 +1,7 @@
 package krm
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -124,8 +125,8 @@ func process(fc *kyaml.RNode, listed []source, results *framework.Results, encod
 	if err != nil {
 		return nil, err
 	}
-	if bad != nil {
-		*results = append(*results, bad)
+	if len(bad) > 0 {
+		*results = append(*results, bad...)
 		return unchanged(len(listed)), nil
 	}
 	entries, converted, err := in.expand(encode)
@@ -159,9 +160,9 @@ type input struct {
 // readInput reads the config, adds its spec.resources to the listed items and reads them all as
 // objects. A problem with the input, rather than with the function, is a result (bad) to answer
 // with the input unchanged.
-func readInput(fc *kyaml.RNode, listed []source) (in *input, bad *framework.Result, err error) {
+func readInput(fc *kyaml.RNode, listed []source) (in *input, bad framework.Results, err error) {
 	cfg, bad, err := readConfig(fc)
-	if err != nil || bad != nil {
+	if err != nil || len(bad) > 0 {
 		return nil, bad, err
 	}
 	in = &input{cfg: cfg, listed: len(listed)}
@@ -169,14 +170,16 @@ func readInput(fc *kyaml.RNode, listed []source) (in *input, bad *framework.Resu
 		return nil, nil, err
 	}
 	if bad := in.readObjects(); bad != nil {
-		return nil, bad, nil
+		return nil, framework.Results{bad}, nil
 	}
 	return in, nil, nil
 }
 
-// readConfig parses the functionConfig (none: the defaults). An invalid config is a result: the
-// function's answer to it is the input unchanged, not a failure to run.
-func readConfig(fc *kyaml.RNode) (*renderconfig.SandboxRender, *framework.Result, error) {
+// readConfig parses the functionConfig (none: the defaults). An invalid config is results, one
+// per problem of a field, naming the field: the function's answer to it is the input unchanged,
+// not a failure to run. Their messages name no line: the function reads its config from the
+// ResourceList, and the lines there are not the file's.
+func readConfig(fc *kyaml.RNode) (*renderconfig.SandboxRender, framework.Results, error) {
 	var cfgData []byte
 	if fc != nil {
 		s, err := fc.String()
@@ -186,8 +189,18 @@ func readConfig(fc *kyaml.RNode) (*renderconfig.SandboxRender, *framework.Result
 		cfgData = []byte(s)
 	}
 	cfg, err := renderconfig.Parse(cfgData)
-	if err != nil {
-		return nil, &framework.Result{Message: err.Error(), Severity: framework.Error}, nil
+	var ce *renderconfig.Error
+	switch {
+	case errors.As(err, &ce):
+		var bad framework.Results
+		for _, p := range ce.Problems {
+			one := *ce
+			one.Problems = []renderconfig.Problem{p}
+			bad = append(bad, &framework.Result{Message: one.Error(), Severity: framework.Error, Field: &framework.Field{Path: p.Field}})
+		}
+		return nil, bad, nil
+	case err != nil:
+		return nil, framework.Results{{Message: err.Error(), Severity: framework.Error}}, nil
 	}
 	return cfg, nil, nil
 }

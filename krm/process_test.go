@@ -351,15 +351,21 @@ spec:
 	}
 }
 
+// TestConfigErrors: a bad functionConfig is one error result per problem, naming the field in
+// the message and in the result's field (the function names no line: the lines of the
+// ResourceList are not the file's).
 func TestConfigErrors(t *testing.T) {
 	cases := map[string]struct {
-		config string
-		want   string
+		config    string
+		want      string
+		wantField string
 	}{
-		"unknown field": {"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  keepSource: false", `unknown field "spec.keepSource"`},
-		"bad mode":      {"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  mode: fix", `spec.mode: Unsupported value: "fix"`},
-		"wrong kind":    {"apiVersion: v1\nkind: ConfigMap\ndata: {}", "the functionConfig must be render.sandbox-gitops.dev/v1alpha1, kind SandboxRender"},
-		"bad policy":    {"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  policies:\n    networkPolicy:\n      dns: bind", `spec.policies.networkPolicy.dns: Unsupported value: "bind"`},
+		"unknown field": {"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  keepSource: false",
+			"functionConfig: unknown field `spec.keepSource` (did you mean `keepSources`?)", "spec.keepSource"},
+		"bad mode":   {"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  mode: fix", `spec.mode: Unsupported value: "fix"`, "spec.mode"},
+		"wrong kind": {"apiVersion: v1\nkind: ConfigMap\ndata: {}", "the functionConfig must be render.sandbox-gitops.dev/v1alpha1, kind SandboxRender", ""},
+		"bad policy": {"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  policies:\n    networkPolicy:\n      dns: bind",
+			`spec.policies.networkPolicy.dns: Unsupported value: "bind"`, "spec.policies.networkPolicy.dns"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -369,7 +375,14 @@ func TestConfigErrors(t *testing.T) {
 			}
 			results := resultsOf(t, out)
 			if len(results) != 1 || !strings.Contains(results[0].Message, tc.want) || results[0].Severity != framework.Error {
-				t.Errorf("results = %+v; want one error containing %q", results, tc.want)
+				t.Fatalf("results = %+v; want one error containing %q", results, tc.want)
+			}
+			got := ""
+			if results[0].Field != nil {
+				got = results[0].Field.Path
+			}
+			if diff := cmp.Diff(tc.wantField, got); diff != "" {
+				t.Errorf("the result's field (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -63,15 +63,15 @@ func FromSpec(spec []byte) (*SandboxRender, field.ErrorList) {
 		m["spec"] = v
 	}
 	c := &SandboxRender{APIVersion: APIVersion, Kind: Kind}
-	if err := decodeConfig(m, c); err != nil {
-		var fe *field.Error
-		if asField(err, &fe) {
-			return nil, field.ErrorList{fe}
-		}
+	errs, err := decodeConfig(m, c)
+	if err != nil {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
 	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	_ = c.Default()
-	errs := c.validate()
+	errs = c.validate()
 	if c.Spec.Now != nil {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "now"),
 			"previews a moment in a render; the controller uses its clock, remove it (the function leaves it out of the copy it writes)"))
@@ -80,15 +80,6 @@ func FromSpec(spec []byte) (*SandboxRender, field.ErrorList) {
 		return nil, errs
 	}
 	return c, nil
-}
-
-// asField unwraps a *field.Error.
-func asField(err error, fe **field.Error) bool {
-	e, ok := err.(*field.Error)
-	if ok {
-		*fe = e
-	}
-	return ok
 }
 
 // Resolve decides the config of a namespace from its SandboxRenders: none, and the fallback (the

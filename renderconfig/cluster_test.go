@@ -55,9 +55,9 @@ func TestResolve(t *testing.T) {
 		},
 		"UnknownField": {
 			objs:    []Object{{Name: "render", Generation: 1, Spec: []byte(`{"polices":{}}`)}},
-			wantErr: `SandboxRender team-a/render: spec: Invalid value: strict decoding error: unknown field "spec.polices"`,
+			wantErr: "SandboxRender team-a/render: spec.polices: Forbidden: unknown field (did you mean `policies`?)",
 			wantReady: map[string]metav1.Condition{"render": {Type: "Ready", Status: "False", Reason: "Invalid", ObservedGeneration: 1,
-				Message: `spec: Invalid value: strict decoding error: unknown field "spec.polices"; the objects of namespace team-a keep their last good render until it is fixed`}},
+				Message: "spec.polices: Forbidden: unknown field (did you mean `policies`?); the objects of namespace team-a keep their last good render until it is fixed"}},
 		},
 		"NowRefused": {
 			objs:    []Object{{Name: "render", Generation: 1, Spec: []byte(`{"now":"2026-06-01T12:00:00Z"}`)}},
@@ -113,6 +113,8 @@ func FuzzFromSpec(f *testing.F) {
 		`{"policies":{"packs":{"restricted":"yes"}}}`, `{"now":"2026-06-01T12:00:00Z"}`, `{"now":7}`,
 		`{"allowedLabelDomains":["a.b",7]}`, `{"maxPoolReplicas":-1}`, `{"polices":{}}`,
 		`{"resources":[{"kind":"Sandbox"}]}`, `{"clusterDomain":"bad domain!"}`,
+		`{"policies":{"networkPolicy":{"dnsMode":"cluster-dns"}}}`, `{"Mode":"expand"}`,
+		`{"policies":{"networkPolicy":{"routers":[{"namespace":"r","podLabel":{}}]}}}`, `{"policies":{"packs":{"runtimeClass":[1]}}}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -11,15 +11,16 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
 	"github.com/sandbox-gitops/sandbox-gitops/policies"
@@ -91,9 +92,16 @@ type SandboxRenderSpec struct {
 
 // Parse reads a functionConfig strictly (an unknown or misspelt field is an error), then
 // defaults and validates it. An empty config is the all-defaults config. It reads YAML with the
-// one reader (manifest/yamlread), and its errors name the field, the value and the type expected.
-func Parse(data []byte) (*SandboxRender, error) {
+// one reader (manifest/yamlread). A problem of a field is an *Error naming the field, the value
+// and the type expected, and the field's line in data.
+func Parse(data []byte) (*SandboxRender, error) { return ParseAt(data, 0) }
+
+// ParseAt is Parse for a configuration that is one document of a larger file, whose content
+// starts on line start of that file (yamlread.Document.Line), so that the lines of its errors are
+// the file's. start 0: data is the whole file.
+func ParseAt(data []byte, start int) (*SandboxRender, error) {
 	c := &SandboxRender{APIVersion: APIVersion, Kind: Kind}
+	var node *kyaml.Node
 	if len(bytes.TrimSpace(data)) > 0 {
 		docs, err := yamlread.ReadNodes(data)
 		if err != nil {
@@ -102,7 +110,11 @@ func Parse(data []byte) (*SandboxRender, error) {
 		if len(docs) != 1 {
 			return nil, fmt.Errorf("functionConfig: want one %s object, got %d YAML documents", Kind, len(docs))
 		}
-		u, err := yamlread.NodeObject(docs[0].Node)
+		node = docs[0].Node
+		if start > 0 {
+			yamlread.Shift(node, start-docs[0].Line, 0)
+		}
+		u, err := yamlread.NodeObject(node)
 		if err != nil {
 			return nil, fmt.Errorf("functionConfig: %w", err)
 		}
@@ -110,52 +122,114 @@ func Parse(data []byte) (*SandboxRender, error) {
 		if u.GetAPIVersion() != APIVersion || u.GetKind() != Kind {
 			return nil, fmt.Errorf("functionConfig: got apiVersion %q, kind %q: the functionConfig must be %s, kind %s", u.GetAPIVersion(), u.GetKind(), APIVersion, Kind)
 		}
-		if err := decodeConfig(m, c); err != nil {
+		errs, err := decodeConfig(m, c)
+		if err != nil {
 			return nil, fmt.Errorf("functionConfig: %w", err)
+		}
+		if len(errs) > 0 {
+			return nil, located("functionConfig", node, errs)
 		}
 		c.written, _ = m["spec"].(map[string]any)
 	}
 	if err := c.Default(); err != nil {
 		return nil, err
 	}
-	if err := c.Validate(); err != nil {
-		return nil, err
+	if errs := c.validate(); len(errs) > 0 {
+		return nil, located("invalid functionConfig "+Kind, node, errs)
 	}
 	return c, nil
 }
 
-// decodeConfig decodes m into c, reporting a wrong type as a field error with the value written
-// and the type expected (rather than the converter's "unrecognized type: bool"), and an unknown
-// field by its path.
-func decodeConfig(m map[string]any, c *SandboxRender) error {
+// Error is a configuration Parse refused for problems of its fields, each placed at its field's
+// line, so that a person reading a file can be told where to look (In).
+type Error struct {
+	// Problems are in the order of their lines (of their fields' paths when lines are unknown).
+	Problems []Problem
+	// what leads Error(): what kind of problem the configuration has.
+	what string
+}
+
+// Problem is one problem of a configuration's field.
+type Problem struct {
+	// Field is the field's path, spec.policies.networkPolicy.dns.
+	Field string
+	// Line is the field's line in the file, or of the nearest field above it the file writes; 0
+	// when the configuration was not read from YAML.
+	Line int
+	// Message says what is wrong, naming the field: `spec.mode: Unsupported value: "x": ...`, or
+	// for a field the configuration does not have, "unknown field `spec.x` (did you mean `y`?)".
+	Message string
+}
+
+// Error is every problem in one line, without the lines: the function, which reads its config
+// from a ResourceList, does not know the file's lines.
+func (e *Error) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.Message
+	}
+	return e.what + ": " + strings.Join(msgs, "; ")
+}
+
+// In is every problem in one line, each led by file:line as compilers place theirs
+// (render.yaml:12: unknown field `spec.x`), or by the file alone when the line is unknown.
+func (e *Error) In(file string) string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = file + ": " + p.Message
+		if p.Line > 0 {
+			msgs[i] = fmt.Sprintf("%s:%d: %s", file, p.Line, p.Message)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// located is errs as an *Error, each at its field's line in node (nil: not read from YAML).
+func located(what string, node *kyaml.Node, errs field.ErrorList) *Error {
+	e := &Error{what: what, Problems: make([]Problem, len(errs))}
+	for i, fe := range errs {
+		p := Problem{Field: fe.Field, Message: fe.Error()}
+		if node != nil {
+			p.Line = yamlread.FieldLine(node, fe.Field)
+		}
+		if fe.Type == field.ErrorTypeForbidden && strings.HasPrefix(fe.Detail, unknownDetail) {
+			p.Message = "unknown field `" + fe.Field + "`" + strings.TrimPrefix(fe.Detail, unknownDetail)
+		}
+		e.Problems[i] = p
+	}
+	sort.SliceStable(e.Problems, func(i, j int) bool { return e.Problems[i].Line < e.Problems[j].Line })
+	return e
+}
+
+// decodeConfig decodes m into c. A field c does not have, or a value of the wrong type, is a
+// field error (errs) with the value written and the type expected, rather than the converter's
+// "unrecognized type: bool" or encoding/json's words; err is any other failure.
+func decodeConfig(m map[string]any, c *SandboxRender) (errs field.ErrorList, err error) {
+	// Strict: a misspelt knob must not be ignored silently. Checked first: encoding/json matches
+	// keys regardless of case, and would take DNS for dns.
+	if errs := unknownFields(m, reflect.TypeOf(c).Elem(), nil); len(errs) > 0 {
+		return errs, nil
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := json.Unmarshal(b, c); err != nil {
 		// metav1.Time says only `parsing time "x" as "2006-01-02T15:04:05Z07:00"`.
 		var pe *time.ParseError
 		if errors.As(err, &pe) {
 			v, _, _ := unstructured.NestedFieldNoCopy(m, "spec", "now")
-			return field.Invalid(field.NewPath("spec", "now"), v, "must be an RFC 3339 time such as 2026-06-01T12:00:00Z")
+			return field.ErrorList{field.Invalid(field.NewPath("spec", "now"), v, "must be an RFC 3339 time such as 2026-06-01T12:00:00Z")}, nil
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			path := strings.Split(te.Field, ".")
 			v, _, _ := unstructured.NestedFieldNoCopy(m, path...)
-			return field.Invalid(field.NewPath(path[0], path[1:]...), v, "must be "+typeName(te.Type))
+			return field.ErrorList{field.Invalid(field.NewPath(path[0], path[1:]...), v, "must be "+typeName(te.Type))}, nil
 		}
-		return err
+		return nil, err
 	}
-	// Strict: a misspelt knob must not be ignored silently. The converter names the field. It
-	// decodes into the fields JSON has (it cannot skip an unexported one).
-	strict := &struct {
-		APIVersion string            `json:"apiVersion"`
-		Kind       string            `json:"kind"`
-		Metadata   map[string]any    `json:"metadata,omitempty"`
-		Spec       SandboxRenderSpec `json:"spec,omitempty"`
-	}{}
-	return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, strict, true)
+	return nil, nil
 }
 
 // typeName says what a user writes for a Go type.

@@ -1,8 +1,12 @@
 package renderconfig
 
 import (
+	"bytes"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestConfigFieldErrors: functionConfig errors name the field, the value written and the type
@@ -85,4 +89,139 @@ func TestConfigFieldErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConfigErrorsAt: a configuration's problems are placed at their fields' lines in the file
+// (In), in the render's words, and an unknown field suggests the field it was probably meant to
+// be, when one is close.
+func TestConfigErrorsAt(t *testing.T) {
+	const head = "# The render function.\napiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata:\n  name: render\nspec:\n"
+	cases := map[string]struct {
+		reason string
+		// spec is the spec's body; its first line is line 7 of the file.
+		spec string
+		// start is where the document starts in its file (ParseAt), 0 for a file of its own.
+		start int
+		want  string
+	}{
+		"UnknownFieldSuggested": {
+			reason: `said strict decoding error: unknown field "spec.policies.networkPolicy.dnsMode", with no line and in Go's words`,
+			spec:   "  allowedLabelDomains: [sandbox.users.io]\n  policies:\n    networkPolicy:\n      dnsMode: cluster-dns\n",
+			want:   "render.yaml:10: unknown field `spec.policies.networkPolicy.dnsMode` (did you mean `dns`?)",
+		},
+		"Misspelt": {
+			reason: "two letters swapped are one edit",
+			spec:   "  clusterDomian: example.com\n",
+			want:   "render.yaml:7: unknown field `spec.clusterDomian` (did you mean `clusterDomain`?)",
+		},
+		"WrongCase": {
+			reason: "encoding/json took DNS for dns silently; a key is spelt as documented",
+			spec:   "  policies:\n    networkPolicy:\n      DNS: cluster-dns\n",
+			want:   "render.yaml:9: unknown field `spec.policies.networkPolicy.DNS` (did you mean `dns`?)",
+		},
+		"NothingClose": {
+			reason: "no suggestion when no field is close",
+			spec:   "  mode: expand\n  colour: blue\n",
+			want:   "render.yaml:8: unknown field `spec.colour`",
+		},
+		"InAList": {
+			reason: "a field of a router, in flow style",
+			spec:   "  policies:\n    networkPolicy:\n      routers:\n      - {namespace: r,\n         podLabel: {app: r}}\n",
+			want:   "render.yaml:11: unknown field `spec.policies.networkPolicy.routers[0].podLabel` (did you mean `podLabels`?)",
+		},
+		"Several": {
+			reason: "every unknown field, in the order of the file",
+			spec:   "  keepSource: false\n  clusterDomian: example.com\n",
+			want: "render.yaml:7: unknown field `spec.keepSource` (did you mean `keepSources`?); " +
+				"render.yaml:8: unknown field `spec.clusterDomian` (did you mean `clusterDomain`?)",
+		},
+		"WrongType": {
+			reason: "a value of the wrong type is at its line",
+			spec:   "  policies:\n    packs:\n      restricted: \"yes\"\n",
+			want:   `render.yaml:9: spec.policies.packs.restricted: Invalid value: "yes": must be a boolean (true or false)`,
+		},
+		"Invalid": {
+			reason: "a value the validation refuses is at its line",
+			spec:   "  mode: expand\n  policies:\n    networkPolicy:\n      dns: quad9\n",
+			want:   `render.yaml:10: spec.policies.networkPolicy.dns: Unsupported value: "quad9": supported values: "public-resolvers", "cluster-dns"`,
+		},
+		"LaterDocument": {
+			reason: "a config that is the third document of its file, starting on line 21, is placed at the file's lines",
+			spec:   "  clusterDomian: example.com\n", start: 21,
+			want: "render.yaml:26: unknown field `spec.clusterDomian` (did you mean `clusterDomain`?)",
+		},
+		"MetadataIsOpen": {
+			reason: "metadata and spec.resources hold any field",
+			spec:   "  resources:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, anything: 1}\n  mode: fix\n",
+			want:   `render.yaml:9: spec.mode: Unsupported value: "fix": supported values: "expand", "validate"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseAt([]byte(head+tc.spec), tc.start)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("%s\nParseAt error = %v, want an *Error", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, ce.In("render.yaml")); diff != "" {
+				t.Errorf("%s\nIn (-want +got):\n%s", tc.reason, diff)
+			}
+			if !strings.HasPrefix(err.Error(), "functionConfig: ") && !strings.HasPrefix(err.Error(), "invalid functionConfig SandboxRender: ") {
+				t.Errorf("%s\nError() = %q: the function tells a config error by its word functionConfig", tc.reason, err.Error())
+			}
+		})
+	}
+}
+
+// TestSuggest: the closest known field, when one is close.
+func TestSuggest(t *testing.T) {
+	known := []string{"routers", "dns", "clusterDNS", "extraEgressExceptions"}
+	cases := map[string]string{
+		"dnsMode":                " (did you mean `dns`?)",
+		"dsn":                    " (did you mean `dns`?)",
+		"router":                 " (did you mean `routers`?)",
+		"clusterDns":             " (did you mean `clusterDNS`?)",
+		"extraEgressException":   " (did you mean `extraEgressExceptions`?)",
+		"egress":                 "",
+		"x":                      "",
+		"extraIngressExceptions": " (did you mean `extraEgressExceptions`?)",
+	}
+	for written, want := range cases {
+		if diff := cmp.Diff(want, suggest(written, known)); diff != "" {
+			t.Errorf("suggest(%q) (-want +got):\n%s", written, diff)
+		}
+	}
+}
+
+// FuzzParse: whatever a config file holds, Parse gives a config or an error, never a panic, the
+// same error twice, and the lines of its problems are lines of the file.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  policies:\n    networkPolicy:\n      dnsMode: cluster-dns\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec: {DNS: x, clusterDomian: y, policies: {packs: {restricted: 'yes'}}}\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec:\n  policies: {networkPolicy: {routers: [{namespace: r, podLabel: {}}]}}\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: {x: 1}\nspec:\n  resources: [{a: 1}]\n  now: x\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec: &a\n  mode: *a\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec: [1]\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := Parse(data)
+		_, again := Parse(data)
+		if (err == nil) != (again == nil) || (err != nil && err.Error() != again.Error()) {
+			t.Fatalf("Parse is not deterministic: %v vs %v", err, again)
+		}
+		var ce *Error
+		if !errors.As(err, &ce) {
+			return
+		}
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for _, p := range ce.Problems {
+			if p.Line < 0 || p.Line > lines || p.Message == "" {
+				t.Fatalf("problem %+v: line outside the file's %d, or no message", p, lines)
+			}
+		}
+	})
 }

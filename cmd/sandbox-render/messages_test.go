@@ -114,7 +114,7 @@ func TestFindingMessages(t *testing.T) {
 		"BadNow": {
 			reason: `a bad spec.now said parsing time "x" as "2006-01-02T15:04:05Z07:00", without the field`,
 			files:  map[string]string{"sb.yaml": sandboxNamed("s"), "render.yaml": "apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata:\n  name: r\nspec:\n  now: x\n"},
-			want:   `sandbox-render: {dir}/render.yaml: functionConfig: spec.now: Invalid value: "x": must be an RFC 3339 time such as 2026-06-01T12:00:00Z` + "\n",
+			want:   `sandbox-render: {dir}/render.yaml:6: spec.now: Invalid value: "x": must be an RFC 3339 time such as 2026-06-01T12:00:00Z` + "\n",
 		},
 	}
 	for name, tc := range cases {

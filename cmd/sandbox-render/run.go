@@ -260,17 +260,21 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 // load parses the configuration: --config, else a SandboxRender object among the inputs, else
 // the defaults.
 func (f *inputFlags) load(in *inputs) (*renderconfig.SandboxRender, error) {
-	data, from := in.config, in.configFrom
+	data, from, line := in.config, in.configFrom, in.configLine
 	if f.config != "" {
 		var err error
 		if data, err = os.ReadFile(f.config); err != nil {
 			return nil, cli.Usagef("reading --config: %v", err)
 		}
-		from = f.config
+		from, line = f.config, 0
 		in.configFrom = f.config
 	}
-	cfg, err := renderconfig.Parse(data)
+	cfg, err := renderconfig.ParseAt(data, line)
 	if err != nil {
+		var ce *renderconfig.Error
+		if errors.As(err, &ce) {
+			return nil, cli.Usagef("%s", ce.In(from))
+		}
 		return nil, cli.Usagef("%s: %v", from, err)
 	}
 	if f.now != "" {
@@ -525,9 +529,11 @@ type inputs struct {
 	objs   []*unstructured.Unstructured
 	files  map[*unstructured.Unstructured]*framework.File
 	source map[*unstructured.Unstructured]bool
-	// config is a SandboxRender object found among the inputs, from configFrom.
+	// config is a SandboxRender object found among the inputs, from configFrom, where its
+	// content starts on configLine (0: not as written there).
 	config     []byte
 	configFrom string
+	configLine int
 	// kustomization is a directory argument holding a kustomization file.
 	kustomization string
 	// text is each input object's document as written, so objects passed through are written
@@ -595,11 +601,17 @@ func readInputs(args []string, stdin io.Reader, stderr io.Writer) (*inputs, erro
 				if in.config != nil {
 					return cli.Usagef("%s: a second SandboxRender config (the first is in %s); keep one per tree", name, in.configFrom)
 				}
-				b, err := yaml.Marshal(o.Object)
-				if err != nil {
-					return cli.Usagef("%s: %v", name, err)
+				// As written, so that its problems are placed at their lines in the file; an item
+				// of a List has no text of its own.
+				b, line := d.Text, d.Line
+				if b == nil {
+					var err error
+					if b, err = yaml.Marshal(o.Object); err != nil {
+						return cli.Usagef("%s: %v", name, err)
+					}
+					line = 0
 				}
-				in.config, in.configFrom = b, name
+				in.config, in.configFrom, in.configLine = b, name, line
 				continue
 			case o.GroupVersionKind().Group == "kustomize.config.k8s.io":
 				continue

@@ -55,6 +55,8 @@ var ResourceLists = []string{
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n  a: b\n  c: d\n",
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n---\napiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n",
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec: {clusterDomain: 'bad domain!', policies: {packs: {restricted: 'yes'}}}\n",
+	// Unknown fields of the config: one result each, naming the field and the one meant.
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec: {clusterDomian: x, policies: {networkPolicy: {dnsMode: cluster-dns, DNS: x}}}\n",
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data: {flag: yes}\n",
 	// Lines of spaces inside a literal block: content, which the item-by-item reading and the
 	// passed-through text once turned into empty lines.
