@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,12 @@ the name of the first, in name order, that holds a SandboxRender function config
 when none does. Argo CD's Config Management Plugin runs it as its discover command: any output
 means the plugin builds the directory. It needs no shell, so it works in a distroless sidecar.` + exitCodesHelp,
 		Example: `  cd overlays/kind && sandbox-render discover`,
-		Args:    cobra.MaximumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return cli.Usagef("discover looks at one directory (default: the current one), not %d (%s)", len(args), strings.Join(args, " "))
+			}
+			return nil
+		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			dir := "."
 			if len(args) == 1 {

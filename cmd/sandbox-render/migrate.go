@@ -56,7 +56,12 @@ func migrateCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short:   "Rewrite v1alpha1 agent-sandbox objects in YAML files as v1beta1, in place",
 		Long:    migrateLong,
 		Example: migrateExample,
-		Args:    cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cli.Usagef("migrate needs the files or directories to rewrite, e.g. sandbox-render migrate ./manifests (or --check ./manifests to only list them)")
+			}
+			return nil
+		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			return runMigrate(args, check, stdout, stderr)
 		},

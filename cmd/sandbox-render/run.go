@@ -63,13 +63,15 @@ template its NetworkPolicy, for every pool its member Sandboxes, for every claim
 every Sandbox its Pod, PVCs and headless Service. So they can be reviewed in Git and applied by
 GitOps tools.
 
-Commands: render (files to objects, on standard output), validate (check only), build (a
-kustomization, as kustomize build --enable-alpha-plugins --enable-exec would), fn (the KRM
-function), discover (the Argo CD plugin's discovery). Run with no command and a ResourceList on
-standard input (as kustomize runs exec functions) it is the KRM function, configured by a
-SandboxRender functionConfig; in a kustomization, list its file last under transformers:. The exec
-path is relative to the directory of the kustomization that lists the config (sandbox-render build
-ignores it and runs itself):
+Commands: render (files to objects, on standard output), validate (check only, writing nothing),
+build (a kustomization, as kustomize build --enable-alpha-plugins --enable-exec would), fn (the KRM
+function), discover (the Argo CD plugin's discovery), migrate (rewrite v1alpha1 files as v1beta1, in
+place).
+
+Run with no command and a ResourceList on standard input (as kustomize runs exec functions) it is
+the KRM function, configured by a SandboxRender functionConfig; in a kustomization, list its file
+last under transformers:. The exec path is relative to the directory of the kustomization that
+lists the config (sandbox-render build ignores it and runs itself):
 
   apiVersion: render.sandbox-gitops.dev/v1alpha1
   kind: SandboxRender
@@ -250,11 +252,18 @@ type inputFlags struct {
 	keepSourceVersions bool
 }
 
-func (f *inputFlags) add(cmd *cobra.Command) {
+// add adds the flags to render (writes) or validate, with help that is true of the command: the
+// same flags check what render would write, and validate writes nothing.
+func (f *inputFlags) add(cmd *cobra.Command, writes bool) {
 	cmd.Flags().StringVar(&f.config, "config", "", "a SandboxRender functionConfig file with the render options (see sandbox-render --help)")
 	cmd.Flags().StringVar(&f.clusterDomain, "cluster-domain", "", "cluster DNS domain for Service FQDNs (overrides the config; default cluster.local)")
-	cmd.Flags().StringVar(&f.now, "now", "", "preview the moment given (RFC 3339, e.g. 2026-06-01T12:00:00Z): Sandboxes past their shutdownTime render as the controller leaves them, with a warning (overrides the config's spec.now)")
-	cmd.Flags().BoolVar(&f.keepSourceVersions, "keep-source-versions", false, "write v1alpha1 input objects as they are instead of converted to v1beta1 (for clusters that serve v1alpha1: ours with the controller's conversion webhook, or upstream's)")
+	if writes {
+		cmd.Flags().StringVar(&f.now, "now", "", "preview the moment given (RFC 3339, e.g. 2026-06-01T12:00:00Z): Sandboxes past their shutdownTime render as the controller leaves them, with a warning (overrides the config's spec.now)")
+		cmd.Flags().BoolVar(&f.keepSourceVersions, "keep-source-versions", false, "write v1alpha1 input objects as they are instead of converted to v1beta1 (for clusters that serve v1alpha1: ours with the controller's conversion webhook, or upstream's)")
+		return
+	}
+	cmd.Flags().StringVar(&f.now, "now", "", "check as of the moment given (RFC 3339, e.g. 2026-06-01T12:00:00Z): Sandboxes past their shutdownTime are checked as the controller leaves them, with a warning (overrides the config's spec.now)")
+	cmd.Flags().BoolVar(&f.keepSourceVersions, "keep-source-versions", false, "do not check that v1alpha1 input objects convert to v1beta1, as render --keep-source-versions does not convert them (overrides the config's spec.keepSourceVersions)")
 }
 
 // load parses the configuration: --config, else a SandboxRender object among the inputs, else
@@ -398,7 +407,7 @@ standard error, and nothing is written unless the whole input renders.` + exitCo
 			return err
 		},
 	}
-	flags.add(cmd)
+	flags.add(cmd, true)
 	cmd.Flags().BoolVar(&showExample, "example", false, "print the bundled example input (the Sandbox render renders at a terminal) and exit")
 	return cmd
 }
@@ -425,7 +434,7 @@ namespaces and all), run sandbox-render build on it.` + exitCodesHelp,
 			return nil
 		},
 	}
-	flags.add(cmd)
+	flags.add(cmd, false)
 	return cmd
 }
 
@@ -463,7 +472,15 @@ tree, is refused, as is an existing --output file sandbox-render did not write.`
 		Example: `  sandbox-render build overlays/production
   sandbox-render build overlays/production --output-dir deploy/production
   sandbox-render build docs/example -o example.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0:
+				return cli.Usagef("build needs the kustomization directory to build, e.g. sandbox-render build docs/example")
+			case len(args) > 1:
+				return cli.Usagef("build builds one kustomization directory, not %d (%s); run it once per directory", len(args), strings.Join(args, " "))
+			}
+			return nil
+		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			if output != "" && outputDir != "" {
 				return cli.Usagef("--output and --output-dir exclude each other")
