@@ -341,7 +341,7 @@ var valueCases = map[string]valueCase{
 	"replicas":           {values: "replicas: 3", object: deployment, path: path{"spec", "replicas"}, want: 3.0},
 	"image.repository":   {values: "image: {repository: registry.example/ctl}", object: deployment, path: container.with("image"), want: "registry.example/ctl:latest"},
 	"image.tag":          {values: "image: {tag: v1.2.3}", object: deployment, path: container.with("image"), want: "ghcr.io/sandbox-gitops/sandbox-controller:v1.2.3"},
-	"image.digest":       {values: "image: {tag: v1.2.3, digest: " + digest + "}", object: deployment, path: container.with("image"), want: "ghcr.io/sandbox-gitops/sandbox-controller@" + digest},
+	"image.digest":       {values: "image: {digest: " + digest + "}", object: deployment, path: container.with("image"), want: "ghcr.io/sandbox-gitops/sandbox-controller@" + digest},
 	"image.pullPolicy":   {values: "image: {pullPolicy: IfNotPresent}", object: deployment, path: container.with("imagePullPolicy"), want: "IfNotPresent"},
 	"imagePullSecrets":   {values: "imagePullSecrets: [{name: regcred}]", object: deployment, path: podSpec.with("imagePullSecrets"), want: []any{map[string]any{"name": "regcred"}}},
 	"resources":          {values: "resources: {requests: {cpu: 1}, limits: null}", object: deployment, path: container.with("resources"), want: map[string]any{"requests": map[string]any{"cpu": 1.0, "memory": "64Mi"}}},
@@ -414,6 +414,31 @@ func TestValues(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", name, diff)
+			}
+		})
+	}
+}
+
+// TestImage: how image.repository, image.tag and image.digest combine into the controller's
+// image reference; with a tag and a digest it is repository:tag@digest, the form install.yaml
+// pins and the chart `make release` packages sets (hack/dist's TestChart renders that one).
+func TestImage(t *testing.T) {
+	cases := map[string]struct {
+		reason, values, want string
+	}{
+		"defaults":       {reason: "the appVersion is the tag", want: "ghcr.io/sandbox-gitops/sandbox-controller:latest"},
+		"tag":            {reason: "a tag replaces the appVersion", values: "image: {tag: v1.2.3}", want: "ghcr.io/sandbox-gitops/sandbox-controller:v1.2.3"},
+		"digest":         {reason: "a digest alone gets no tag, not the appVersion", values: "image: {digest: " + digest + "}", want: "ghcr.io/sandbox-gitops/sandbox-controller@" + digest},
+		"tag and digest": {reason: "as kustomize's images override and install.yaml write it", values: "image: {tag: v1.2.3, digest: " + digest + "}", want: "ghcr.io/sandbox-gitops/sandbox-controller:v1.2.3@" + digest},
+		"all three": {reason: "what the packaged chart's values hold", values: "image: {repository: registry.example/x/sandbox-controller, tag: v1.2.3, digest: " + digest + "}",
+			want: "registry.example/x/sandbox-controller:v1.2.3@" + digest},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := get(objectsByKey(t, helmTemplate(t, tc.values), true)[deployment], container.with("image"))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: image (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -24,12 +24,14 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end }}
 
 {{/*
-The controller image: repository@digest when a digest is given (as `kustomize edit set image`
-writes it), else repository:tag with the chart's appVersion as the default tag.
+The controller image. With a digest it is pulled by digest, as kustomize's images override
+writes it: repository:tag@digest when a tag is given too (what install.yaml pins, and what the
+chart `make release` packages sets), else repository@digest. Without one, repository:tag with
+the chart's appVersion as the default tag.
 */}}
 {{- define "sandbox-gitops.image" -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{ .Values.image.repository }}{{ with .Values.image.tag }}:{{ . }}{{ end }}@{{ .Values.image.digest }}
 {{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
