@@ -2,10 +2,12 @@ package main
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -18,10 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/ociimage"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
@@ -333,7 +338,7 @@ func TestRelease(t *testing.T) {
 			t.Errorf("%s: sha256 %s, SHA256SUMS says %s", file, got, sum)
 		}
 	}
-	if strings.Join(listed, " ") != "argocd-cmp.yaml install.yaml router.yaml" {
+	if strings.Join(listed, " ") != "argocd-cmp.yaml install.yaml router.yaml sandbox-gitops-0.1.0.tgz" {
 		t.Errorf("SHA256SUMS lists %v", listed)
 	}
 	digests := map[string]string{}
@@ -342,6 +347,9 @@ func TestRelease(t *testing.T) {
 		digests["ghcr.io/sandbox-gitops/"+name+":v0.1.0"] = d.String()
 	}
 	for _, file := range listed {
+		if !strings.HasSuffix(file, ".yaml") {
+			continue // the chart: TestChart renders it
+		}
 		b, _ := os.ReadFile(filepath.Join(dir, file))
 		refs := imageLine.FindAllStringSubmatch(string(b), -1)
 		if len(refs) == 0 {
@@ -372,6 +380,112 @@ func TestBadVersion(t *testing.T) {
 		}
 		if entries, _ := os.ReadDir(out); len(entries) > 0 {
 			t.Errorf("--version %q wrote %d entries", v, len(entries))
+		}
+	}
+}
+
+// helm runs the helm that `make tools` built (skipping the test, with the reason, where there is
+// none), with a configuration of its own and no cluster.
+func helm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	bin := testenv.Tool(t, "helm")
+	home := t.TempDir()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"),
+	)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return out
+}
+
+// objects decodes a multi-document YAML stream into its objects keyed kind/name.
+func objects(t *testing.T, stream []byte) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o map[string]any
+		if err := yaml.Unmarshal(doc, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o == nil {
+			continue
+		}
+		meta, _ := o["metadata"].(map[string]any)
+		out[fmt.Sprintf("%v/%v", o["kind"], meta["name"])] = o
+	}
+}
+
+// TestChart: the release packages the Helm chart as sandbox-gitops-0.1.0.tgz, whose appVersion
+// is the release's and which `helm template` renders into the Deployment install.yaml has,
+// spec for spec: the same controller image, pinned by the same digest. helm lint --strict finds
+// nothing in it.
+func TestChart(t *testing.T) {
+	dir := built(t)
+	tgz := filepath.Join(dir, "sandbox-gitops-0.1.0.tgz")
+	if _, err := os.Stat(tgz); err != nil {
+		t.Fatalf("the release has no chart: %v", err)
+	}
+
+	var chart struct{ Name, Version, AppVersion string }
+	if err := yaml.Unmarshal(helm(t, "show", "chart", tgz), &chart); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(struct{ Name, Version, AppVersion string }{"sandbox-gitops", "0.1.0", "v0.1.0"}, chart); diff != "" {
+		t.Errorf("helm show chart (-want +got):\n%s", diff)
+	}
+
+	install, err := os.ReadFile(filepath.Join(dir, "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deployment = "Deployment/sandbox-gitops-controller"
+	want := objects(t, install)[deployment]
+	got := objects(t, helm(t, "template", "sandbox-gitops", tgz, "--namespace", "sandbox-gitops-system"))[deployment]
+	if want == nil || got == nil {
+		t.Fatalf("no %s in install.yaml (%v) or in the chart's rendering (%v)", deployment, want != nil, got != nil)
+	}
+	image := func(o map[string]any) any {
+		return o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]
+	}
+	d, _ := readIndex(t, dir, "sandbox-controller").Digest()
+	pinned := "ghcr.io/sandbox-gitops/sandbox-controller:v0.1.0@" + d.String()
+	if image(want) != pinned {
+		t.Fatalf("install.yaml's controller image is %v, want %s", image(want), pinned)
+	}
+	if diff := cmp.Diff(pinned, image(got)); diff != "" {
+		t.Errorf("the packaged chart's controller image (-install.yaml +chart):\n%s", diff)
+	}
+	if diff := cmp.Diff(want["spec"], got["spec"]); diff != "" {
+		t.Errorf("the packaged chart's Deployment spec (-install.yaml +chart):\n%s", diff)
+	}
+	labels := got["metadata"].(map[string]any)["labels"].(map[string]any)
+	if labels["app.kubernetes.io/version"] != "v0.1.0" || labels["helm.sh/chart"] != "sandbox-gitops-0.1.0" {
+		t.Errorf("the chart's labels name version %v, chart %v; want v0.1.0, sandbox-gitops-0.1.0", labels["app.kubernetes.io/version"], labels["helm.sh/chart"])
+	}
+
+	lint := string(helm(t, "lint", "--strict", "--namespace", "sandbox-gitops-system", tgz))
+	if !strings.Contains(lint, "1 chart(s) linted, 0 chart(s) failed") {
+		t.Errorf("helm lint --strict:\n%s", lint)
+	}
+	for _, line := range strings.Split(lint, "\n") {
+		if strings.HasPrefix(line, "[WARNING]") || strings.HasPrefix(line, "[ERROR]") {
+			t.Errorf("helm lint: %s", line)
 		}
 	}
 }

@@ -9,8 +9,9 @@
 // linux/arm64 (CGO_ENABLED=0, -trimpath, the version and commit stamped by -ldflags -X) and
 // writes each as one multi-platform OCI image layout, dist/images/<name>/, and a tarball of it,
 // dist/images/<name>.tar (see ociimage.Files for what reads which). release does the same and
-// then writes dist/install.yaml, router.yaml, argocd-cmp.yaml and SHA256SUMS, every image pinned
-// to the digest of the index it just built.
+// then writes dist/install.yaml, router.yaml, argocd-cmp.yaml, the Helm chart packaged as
+// sandbox-gitops-<version without v>.tgz and SHA256SUMS, every image pinned to the digest of the
+// index it just built.
 //
 // The Makefile reads git (commit, its time, whether the tree is dirty) and passes it in, so this
 // program never looks at a clock or a repository: the same flags give the same bytes.
@@ -267,10 +268,16 @@ func push(ctx context.Context, dir, registry string, stdout io.Writer) error {
 }
 
 func writeRelease(b buildFlags, images []release.Image, stdout io.Writer) error {
-	files, err := release.Manifests(b.root, release.Effective(b.version, b.dirty), images)
+	v := release.Effective(b.version, b.dirty)
+	files, err := release.Manifests(b.root, v, images)
 	if err != nil {
 		return err
 	}
+	chart, tgz, err := release.Chart(b.root, v, images, time.Unix(b.epoch, 0))
+	if err != nil {
+		return fmt.Errorf("packaging the Helm chart: %w", err)
+	}
+	files[chart] = tgz
 	if err := release.Write(b.out, files); err != nil {
 		return err
 	}
