@@ -32,7 +32,7 @@ type plugin struct {
 }
 
 // TestPluginGeneratesTheGoldens runs the plugin's discover and generate commands the way the
-// cmp-server does in the documented distroless image (in the application's directory, a PATH
+// cmp-server does in the release's sandbox-render image (in the application's directory, a PATH
 // holding sandbox-render and nothing else: no shell, no grep) on every overlay: the directory
 // must be discovered and the manifests must be the overlay's golden, built in one pass.
 func TestPluginGeneratesTheGoldens(t *testing.T) {
