@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -235,20 +238,80 @@ func checkRenderImage(t *testing.T, ctx context.Context, k *kube, r *release) {
 	}
 }
 
-// checkHelm installs the chart with the release's controller image on the real node, upgrades it
-// to a chart whose CRD changed (a test-only printer column), uninstalls it (the CRDs stay, as
-// helm.sh/resource-policy: keep says) and installs it again under the same name, which takes the
-// CRDs back; then removes everything.
-func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r *release) {
-	helm := testenv.Tool(t, "helm")
-	chart := filepath.Join(t.TempDir(), "sandbox-gitops")
-	if err := os.CopyFS(chart, os.DirFS(filepath.Join(testenv.RepoRoot(), "charts", "sandbox-gitops"))); err != nil {
+// packagedChart unpacks the chart the release packaged, the .tgz its SHA256SUMS lists, into a
+// directory of the test's (checkHelm changes a file of it), and returns the chart's directory.
+func packagedChart(t *testing.T, dir string) string {
+	t.Helper()
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatalf("%v (run `make release`)", err)
+	}
+	var tgz string
+	for _, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		if _, file, _ := strings.Cut(line, "  "); strings.HasSuffix(file, ".tgz") {
+			tgz = file
+		}
+	}
+	if tgz == "" {
+		t.Fatalf("%s/SHA256SUMS lists no packaged chart (.tgz)", dir)
+	}
+	f, err := os.Open(filepath.Join(dir, tgz))
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", tgz, err)
+	}
+	out := t.TempDir()
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tgz, err)
+		}
+		if !filepath.IsLocal(h.Name) || h.Typeflag != tar.TypeReg {
+			t.Fatalf("%s: entry %q (type %c) is not a file inside the chart", tgz, h.Name, h.Typeflag)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(out, filepath.FromSlash(h.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(out, "sandbox-gitops")
+}
+
+// checkHelm installs the release's packaged chart (dist/sandbox-gitops-<version>.tgz, as the
+// README does) on the real node, with no value set: its controller must be the image
+// install.yaml pins. Then it upgrades to that chart with a CRD changed (a test-only printer
+// column), uninstalls it (the CRDs stay, as helm.sh/resource-policy: keep says) and installs it
+// again under the same name, which takes the CRDs back; then removes everything.
+func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r *release) {
+	helm := testenv.Tool(t, "helm")
+	chart := packagedChart(t, r.dir)
 	ns := webhook.DefaultNamespace
-	digest := r.digests["sandbox-controller"]
-	if digest == "" {
-		t.Fatal("the release has no sandbox-controller image")
+	var pinned string
+	for _, o := range r.install {
+		if o.GetKind() == "Deployment" && o.GetName() == controllerName {
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			if len(containers) > 0 {
+				pinned, _, _ = unstructured.NestedString(containers[0].(map[string]any), "image")
+			}
+		}
+	}
+	if digest := r.digests["sandbox-controller"]; digest == "" || !strings.HasSuffix(pinned, "@"+digest) {
+		t.Fatalf("install.yaml's controller image is %q, not pinned to the release's sandbox-controller %s", pinned, r.digests["sandbox-controller"])
 	}
 	run := func(args ...string) {
 		t.Helper()
@@ -258,7 +321,7 @@ func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r
 			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	install := []string{chart, "-n", ns, "--create-namespace", "--set", "image.digest=" + digest, "--wait", "--timeout", "3m"}
+	install := []string{chart, "-n", ns, "--create-namespace", "--wait", "--timeout", "3m"}
 	crdFiles, err := filepath.Glob(filepath.Join(chart, "templates", "generated", "customresourcedefinition-*.yaml"))
 	if err != nil || len(crdFiles) == 0 {
 		t.Fatalf("the chart has no CRD templates (%v)", err)
@@ -285,6 +348,13 @@ func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r
 
 	run(append([]string{"install", "sandbox-gitops"}, install...)...)
 	testenv.Eventually(t, timeout, "the chart's controller Available", func() error { return k.deploymentAvailable(ctx, ns, controllerName) })
+	d, err := k.cs.AppsV1().Deployments(ns).Get(ctx, controllerName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != pinned {
+		t.Errorf("the packaged chart runs %s, install.yaml pins %s", got, pinned)
+	}
 
 	sandboxes := filepath.Join(chart, "templates", "generated", "customresourcedefinition-sandboxes.agents.x-k8s.io.yaml")
 	b, err := os.ReadFile(sandboxes)
