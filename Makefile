@@ -130,7 +130,7 @@ push: ## Push dist/images to REGISTRY=host/path (credentials from ~/.docker/conf
 	@[ -n "$(REGISTRY)" ] || { echo "make push: set REGISTRY=host/path, e.g. make push REGISTRY=ghcr.io/you" >&2; exit 2; }
 	$(DIST) push --registry $(REGISTRY)
 
-release: ## Build the images and dist/install.yaml, router.yaml, argocd-cmp.yaml, SHA256SUMS for VERSION=vX.Y.Z, pinned by digest.
+release: ## Build the images and dist/install.yaml, router.yaml, argocd-cmp.yaml, the Helm chart sandbox-gitops-X.Y.Z.tgz and SHA256SUMS for VERSION=vX.Y.Z, pinned by digest.
 	$(DIST) release --version "$(VERSION)" --commit $(COMMIT) --source-date-epoch $(SOURCE_DATE_EPOCH) $(DIRTY) $(if $(REGISTRY),--registry $(REGISTRY))
 
 # The version the e2e targets release under: a pre-release of nothing, so it never passes for a

@@ -27,10 +27,11 @@ var walkThroughs = map[string]bool{"README.md": true, filepath.Join("docs", "git
 // notRun are the commands the test cannot run, with the reason.
 var notRun = map[string]string{
 	"make test": "it is the test suite that runs this test",
-	"go run ./cmd/sandbox-router --kubeconfig ~/.kube/config --listen 127.0.0.1:8080":               "it needs a cluster; cmd/sandbox-router's TestAgainstAPIServer runs the binary against a real API server",
-	"curl -H 'X-Sandbox-ID: my-sandbox' -H 'X-Sandbox-Namespace: team-a' http://127.0.0.1:8080/":    "it needs the router above running against a cluster; router's tests send the same headers",
-	"helm install sandbox-gitops charts/sandbox-gitops -n sandbox-gitops-system --create-namespace": "it needs a cluster; charts' tests render and lint the chart with the helm `make tools` builds",
-	"kubectl label namespace sandbox-gitops-system pod-security.kubernetes.io/enforce=restricted":   "it needs a cluster with the release installed",
+	"go run ./cmd/sandbox-router --kubeconfig ~/.kube/config --listen 127.0.0.1:8080":                       "it needs a cluster; cmd/sandbox-router's TestAgainstAPIServer runs the binary against a real API server",
+	"curl -H 'X-Sandbox-ID: my-sandbox' -H 'X-Sandbox-Namespace: team-a' http://127.0.0.1:8080/":            "it needs the router above running against a cluster; router's tests send the same headers",
+	"helm install sandbox-gitops dist/sandbox-gitops-X.Y.Z.tgz -n sandbox-gitops-system --create-namespace": "it needs a cluster and a release; hack/dist's TestChart renders and lints the packaged chart with the helm `make tools` builds, and make e2e-node installs it on the real node",
+	"kubectl apply --server-side -n argocd -f dist/argocd-cmp.yaml":                                         "it needs a cluster with Argo CD and a release; internal/release's TestArgoCDPlugin holds argocd-cmp.yaml to plugin.yaml and repo-server-patch.yaml, and make e2e-node runs its sidecar's image as the patch does",
+	"kubectl label namespace sandbox-gitops-system pod-security.kubernetes.io/enforce=restricted":           "it needs a cluster with the release installed",
 	"make cluster":                                                                    "it starts a cluster; internal/cluster's TestCluster starts the same one in-process",
 	"make cluster REAL_NODE=1":                                                        "it starts a cluster with a real node as root; internal/cluster's TestRealNode (make e2e-node) starts the same one in-process",
 	"export KUBECONFIG=$PWD/.cluster/kubeconfig":                                      "it only names the cluster's kubeconfig for the commands a user runs next",
