@@ -2,7 +2,8 @@
 // by digest, and their checksums. It builds the manifests with the kustomize API in process
 // (`kustomize build` with an images override), from the same config/, bases/ and gitops/ trees
 // users build themselves (kubebuilder's build-installer does the same from config/), so a release
-// can never say something the repository does not.
+// can never say something the repository does not. Chart packages the Helm chart the same way:
+// the repository's, with the release's version and controller image (chart.go).
 package release
 
 import (
