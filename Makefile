@@ -140,7 +140,7 @@ E2E_VERSION := v0.0.0-e2e
 e2e: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster: the controller runs locally as install.yaml's ServiceAccount (about 3 min).
 	@for t in $(CLUSTER_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
 	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
-	SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 15m -v -run '^TestInstall$$' ./e2e/
+	SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 20m -v -parallel 4 -run '^(TestInstall|TestStartupTakeover)$$' ./e2e/
 
 e2e-node: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster with a real node (containerd, kubelet, kube-proxy, kube-router, CoreDNS, local-path; as root): the controller, webhook and router run from their images, sandboxes as real Pods (about 5 min).
 	@for t in $(CLUSTER_TOOLS) $(NODE_TOOLS) helm; do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done

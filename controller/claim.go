@@ -130,11 +130,7 @@ func (r *ClaimReconciler) observe(ctx context.Context, claim *extv1beta1.Sandbox
 		return nil, err
 	}
 	if name, read := render.ClaimNameToRead(claim, *f, pc.now); read {
-		sb := &agentsv1beta1.Sandbox{}
-		switch err := r.x.reader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: name}, sb); {
-		case err == nil:
-			f.Named = sb
-		case !apierrors.IsNotFound(err):
+		if f.Named, err = r.named(ctx, claim, name, render.ClaimExpiry(claim, pc.now).Step == render.NotExpired); err != nil {
 			return nil, err
 		}
 	}
@@ -194,6 +190,36 @@ func (r *ClaimReconciler) claimedSandbox(ctx context.Context, claim *extv1beta1.
 		return nil, fmt.Errorf("looking up the Sandbox of claim %q: %w", claim.Name, err)
 	}
 	return controlledBy(list.Items, claim), nil
+}
+
+// named reads the Sandbox of the claim's name that render.ClaimNameToRead asks for (nil if
+// none). A claim about to get a Sandbox (cached) reads the cache, which holds every Sandbox made
+// before this process's first pass, and the API server when the cache has none and the claim is
+// younger than that pass: a GitOps tool applies a claim and its rendered Sandbox together, and
+// their watch events arrive on separate streams, so the claim may be seen first; reading past the
+// cache then is what keeps the claim from adopting a warm member beside its own Sandbox. An
+// expired claim's cleanup reads the API server only: the cache may still show the Sandbox it has
+// just deleted.
+func (r *ClaimReconciler) named(ctx context.Context, claim *extv1beta1.SandboxClaim, name string, cached bool) (*agentsv1beta1.Sandbox, error) {
+	key := types.NamespacedName{Namespace: claim.Namespace, Name: name}
+	sb := &agentsv1beta1.Sandbox{}
+	var err error
+	switch {
+	case !cached:
+		err = r.x.reader.Get(ctx, key, sb)
+	default:
+		err = r.x.client.Get(ctx, key, sb)
+		if apierrors.IsNotFound(err) && claim.CreationTimestamp.Time.After(r.x.expect.started(r.x.clock()).Truncate(time.Second)) {
+			err = r.x.reader.Get(ctx, key, sb)
+		}
+	}
+	switch {
+	case err == nil:
+		return sb, nil
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	}
+	return nil, fmt.Errorf("reading Sandbox %q for claim %q: %w", name, claim.Name, err)
 }
 
 func controlledBy(items []agentsv1beta1.Sandbox, claim *extv1beta1.SandboxClaim) *agentsv1beta1.Sandbox {
