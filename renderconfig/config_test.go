@@ -185,6 +185,8 @@ func TestSuggest(t *testing.T) {
 		"egress":                 "",
 		"x":                      "",
 		"extraIngressExceptions": " (did you mean `extraEgressExceptions`?)",
+		// A huge key gets no suggestion, and no table of its size.
+		"dns" + strings.Repeat("x", 1<<20): "",
 	}
 	for written, want := range cases {
 		if diff := cmp.Diff(want, suggest(written, known)); diff != "" {

@@ -116,6 +116,9 @@ func jsonFields(t reflect.Type) ([]string, map[string]reflect.Type) {
 // one edit), ignoring case, or when one begins with the other (dnsMode for dns). "" when none is.
 // The first in declaration order wins a tie, so the message is stable.
 func suggest(written string, known []string) string {
+	if len(written) > maxSuggested {
+		return "" // no field is that long, and distance's table grows with the key
+	}
 	w := strings.ToLower(written)
 	best, bestDistance := "", -1
 	for _, k := range known {
@@ -135,6 +138,10 @@ func suggest(written string, known []string) string {
 	}
 	return " (did you mean `" + best + "`?)"
 }
+
+// maxSuggested is the longest key suggest compares, in bytes: far above every field name, and
+// it keeps a mistyped key of megabytes from costing megabytes of distance table per known name.
+const maxSuggested = 256
 
 // distance is the optimal string alignment distance between a and b: insertions, deletions,
 // substitutions and swaps of two adjacent letters, each one edit.
