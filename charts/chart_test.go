@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -153,15 +152,7 @@ func TestLint(t *testing.T) {
 // helm runs the helm that `make tools` built, with its own empty configuration and no cluster.
 func helm(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
-	bin := testenv.Tool(t, "helm")
-	home := t.TempDir()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"),
-	)
+	cmd := testenv.HelmCommand(t, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

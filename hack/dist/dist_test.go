@@ -388,15 +388,7 @@ func TestBadVersion(t *testing.T) {
 // none), with a configuration of its own and no cluster.
 func helm(t *testing.T, args ...string) []byte {
 	t.Helper()
-	bin := testenv.Tool(t, "helm")
-	home := t.TempDir()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"),
-	)
+	cmd := testenv.HelmCommand(t, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -151,3 +151,20 @@ func SkipMain(reason error) {
 	fmt.Fprintf(os.Stderr, "skipping: %v\n", reason)
 	os.Exit(0)
 }
+
+// HelmCommand is a command running the helm `make tools` built (see Tool) with an empty
+// configuration of its own and no cluster, so that nothing of this machine's helm or kubectl
+// setup reaches a test.
+func HelmCommand(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	bin := Tool(t, "helm")
+	home := t.TempDir()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"),
+	)
+	return cmd
+}
