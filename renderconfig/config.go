@@ -280,6 +280,14 @@ func (c *SandboxRender) validate() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion+"/"+c.Kind,
 			fmt.Sprintf("the functionConfig must be %s, kind %s", APIVersion, Kind)))
 	}
+	// The render writes a copy of the config into its output under the config's name (Copies),
+	// and the API server takes a SandboxRender, as any custom resource, only under a DNS-1123
+	// subdomain: a/b rendered and was then refused.
+	if name, ok := c.Metadata["name"].(string); ok && name != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name, "the render's output carries a copy of this config under its name: "+msg))
+		}
+	}
 	spec := field.NewPath("spec")
 	switch c.Spec.Mode {
 	case ModeExpand, ModeValidate:

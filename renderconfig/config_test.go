@@ -14,8 +14,10 @@ import (
 func TestConfigFieldErrors(t *testing.T) {
 	cases := map[string]struct {
 		reason string
-		spec   string
-		want   string
+		// meta, when set, is the config's metadata.
+		meta string
+		spec string
+		want string
 	}{
 		"BoolAsString": {
 			reason: `restricted: "yes" said "functionConfig: unrecognized type: bool" (no field, type backwards)`,
@@ -72,6 +74,12 @@ func TestConfigFieldErrors(t *testing.T) {
 			spec:   `policies: {networkPolicy: {extraEgressExceptions: ["::/0"]}}`,
 			want:   `spec.policies.networkPolicy.extraEgressExceptions[0]: Invalid value: "::/0": must be narrower than the whole address space`,
 		},
+		"NameNotASubdomain": {
+			reason: "a SandboxRender named a/b rendered, and the copy in the output was refused by the API server",
+			meta:   "{name: a/b}",
+			spec:   "mode: expand",
+			want:   `metadata.name: Invalid value: "a/b": the render's output carries a copy of this config under its name: a lowercase RFC 1123 subdomain`,
+		},
 		"NegativeLimit": {
 			reason: "a pool limit below 0",
 			spec:   `maxPoolReplicas: -1`,
@@ -80,7 +88,11 @@ func TestConfigFieldErrors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse([]byte("apiVersion: " + APIVersion + "\nkind: " + Kind + "\nspec:\n  " + tc.spec + "\n"))
+			head := "apiVersion: " + APIVersion + "\nkind: " + Kind + "\n"
+			if tc.meta != "" {
+				head += "metadata: " + tc.meta + "\n"
+			}
+			_, err := Parse([]byte(head + "spec:\n  " + tc.spec + "\n"))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s\nParse error = %v\nwant one containing %q", tc.reason, err, tc.want)
 			}
