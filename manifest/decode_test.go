@@ -52,6 +52,29 @@ func TestDecodeRefusesWhatTheAPIServerRefuses(t *testing.T) {
 				`SandboxClaim d/c: spec.env[1].name: Invalid value: "A=B": a valid environment variable name must consist only of printable ASCII characters other than '='`,
 			},
 		},
+		"OwnerReferenceUnknownKey": {
+			reason: "an unknown key in an owner reference was dropped by the typed decoding, and the API server refused the Sandbox",
+			in:     "apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: s\n  namespace: d\n  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: c, uid: u, owner: me}]\nspec:\n" + pod,
+			want:   []string{"Sandbox d/s: metadata.ownerReferences[0].owner: Forbidden: unknown field: it is not in an owner reference"},
+		},
+		"OwnerReferenceMissingFields": {
+			reason: "every owner reference needs apiVersion, kind, name and uid; an unknown key does not hide them",
+			in:     "apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: s\n  namespace: d\n  ownerReferences: [{kind: ConfigMap, Name: c}]\nspec:\n" + pod,
+			want: []string{
+				"Sandbox d/s: metadata.ownerReferences[0].Name: Forbidden: unknown field",
+				"Sandbox d/s: metadata.ownerReferences[0].apiVersion: Required value",
+				"Sandbox d/s: metadata.ownerReferences[0].name: Required value",
+				"Sandbox d/s: metadata.ownerReferences[0].uid: Required value",
+			},
+		},
+		"OwnerReferenceTypes": {
+			reason: "a wrong type in an owner reference said only that the metadata cannot be read",
+			in:     "apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: s\n  namespace: d\n  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: 5, uid: u, controller: 'yes'}]\nspec:\n" + pod,
+			want: []string{
+				`Sandbox d/s: metadata.ownerReferences[0].controller: Invalid value: "yes": must be a boolean (true or false)`,
+				"Sandbox d/s: metadata.ownerReferences[0].name: Invalid value: 5: must be a string",
+			},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

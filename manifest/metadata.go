@@ -28,7 +28,8 @@ var objectMetaFields = func() map[string]bool {
 }()
 
 // validateMetadata does to an agent-sandbox object's metadata what the API server does on create:
-// an unknown metadata field is an error (strict field validation, as kubectl applies by default),
+// an unknown metadata field, or field of an owner reference, is an error (strict field
+// validation, as kubectl applies by default),
 // fields of the wrong type are errors naming the field and the value, and the ObjectMeta is
 // validated with apimachinery's own ValidateObjectMeta (names as DNS-1123 subdomains, namespaces
 // as DNS-1123 labels, label keys and values, annotation keys and their 256 KiB total, owner
@@ -76,8 +77,14 @@ func validateMetadata(obj map[string]any) (field.ErrorList, *metav1.ObjectMeta) 
 				errs = append(errs, field.Invalid(p, shown(m[k]), "must be a list of objects"))
 			}
 			for i, e := range l {
-				if _, ok := e.(map[string]any); !ok {
+				ref, ok := e.(map[string]any)
+				if !ok {
 					errs = append(errs, field.Invalid(p.Index(i), shown(e), "must be an object"))
+					continue
+				}
+				if k == "ownerReferences" {
+					u, bad := ownerReference(ref, p.Index(i))
+					unknown, errs = append(unknown, u...), append(errs, bad...)
 				}
 			}
 		case "labels", "annotations":
@@ -103,6 +110,49 @@ func validateMetadata(obj map[string]any) (field.ErrorList, *metav1.ObjectMeta) 
 	}
 	errs = apivalidation.ValidateObjectMeta(meta, meta.Namespace != "", apivalidation.NameIsDNSSubdomain, md)
 	return append(unknown, render.SortErrors(errs)...), meta
+}
+
+// ownerReferenceFields are the keys of an owner reference as written in YAML, with the type each
+// takes: "string" or "bool".
+var ownerReferenceFields = func() map[string]string {
+	out := map[string]string{}
+	t := reflect.TypeFor[metav1.OwnerReference]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		kind := "string"
+		if ft := t.Field(i).Type; ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Bool {
+			kind = "bool"
+		}
+		out[name] = kind
+	}
+	return out
+}()
+
+// ownerReference checks the keys and the types of one owner reference: an unknown key is
+// refused as the API server refuses it under strict field validation (kubectl's default), which
+// the typed decoding would drop silently. The required fields (apiVersion, kind, name, uid) are
+// ValidateObjectMeta's, once the types are right.
+func ownerReference(ref map[string]any, p *field.Path) (unknown, errs field.ErrorList) {
+	keys := make([]string, 0, len(ref))
+	for k := range ref {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch v := ref[k]; ownerReferenceFields[k] {
+		case "":
+			unknown = append(unknown, field.Forbidden(p.Child(k), "unknown field: it is not in an owner reference (apiVersion, kind, name, uid, controller, blockOwnerDeletion)"))
+		case "string":
+			if _, ok := v.(string); !ok && v != nil {
+				errs = append(errs, field.Invalid(p.Child(k), shown(v), "must be a string"))
+			}
+		case "bool":
+			if _, ok := v.(bool); !ok && v != nil {
+				errs = append(errs, field.Invalid(p.Child(k), shown(v), "must be a boolean (true or false)"))
+			}
+		}
+	}
+	return unknown, errs
 }
 
 func stringMap(v any, p *field.Path) field.ErrorList {
