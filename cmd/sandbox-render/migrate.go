@@ -37,8 +37,13 @@ files given) is an error naming the field; fields behind YAML aliases or merge k
 Objects exported with a v1alpha1 client carry the conversion webhook's
 conversion.sandbox-gitops.dev/v1beta1 annotation: the status fields and pool replicas it keeps are
 put back where v1beta1 holds them; any other field it keeps (a claim's volumeClaimTemplates) is
-an error: export such objects as v1beta1. Warnings (a "none" warm pool policy, a pool not among the files) are printed and do not stop the
-migration. Each file is written to a temporary file beside it and renamed into place.
+an error: export such objects as v1beta1. Warnings (a "none" warm pool policy, a pool not among
+the files) are printed and do not stop the migration.
+
+Writing is all or nothing: every new content is first written to a temporary file beside its
+file (with the file's permissions) and synced, and only then are they renamed into place. If any
+file cannot be written, the temporary files are removed and no file is changed; the message
+names the file and the cause (exit code 2).
 
 With --check nothing is written: the files that would change are listed on standard output and
 the exit code is 1 if there are any (for CI).` + exitCodesHelp
@@ -80,6 +85,8 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 		names = append(names, files...)
 	}
 	files := make([]*migrate.File, 0, len(names))
+	// sources are the files' contents as read, kept to put back should a rename fail.
+	sources := make([][]byte, 0, len(names))
 	var problems []string
 	for _, name := range names {
 		data, err := os.ReadFile(name)
@@ -92,6 +99,7 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 			continue
 		}
 		files = append(files, f)
+		sources = append(sources, data)
 	}
 	if len(problems) > 0 {
 		fmt.Fprintln(stderr, strings.Join(problems, "\n"))
@@ -109,13 +117,12 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 	}}
 
 	type change struct {
-		name    string
-		data    []byte
+		replacement
 		objects int
 	}
 	var changes []change
 	failed := false
-	for _, f := range files {
+	for i, f := range files {
 		out, res, err := f.Migrate(opts)
 		if err != nil {
 			return cli.Usagef("%v", err)
@@ -134,7 +141,7 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 					n++
 				}
 			}
-			changes = append(changes, change{f.Name, out, n})
+			changes = append(changes, change{replacement{name: f.Name, old: sources[i], new: out}, n})
 		}
 	}
 	if failed {
@@ -150,14 +157,14 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%d file(s) checked: nothing to migrate\n", len(files))
 		return nil
 	}
+	reps := make([]replacement, len(changes))
 	for i, c := range changes {
-		if err := writeInPlace(c.name, c.data); err != nil {
-			done := make([]string, 0, i)
-			for _, d := range changes[:i] {
-				done = append(done, d.name)
-			}
-			return cli.Usagef("writing %s: %v (already migrated: %s)", c.name, err, strings.Join(done, ", "))
-		}
+		reps[i] = c.replacement
+	}
+	if err := replaceAll(reps, os.Rename); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	for _, c := range changes {
 		fmt.Fprintf(stdout, "migrated %s (%d objects)\n", c.name, c.objects)
 	}
 	if len(changes) == 0 {
@@ -179,44 +186,4 @@ func yamlFiles(arg string) ([]string, error) {
 		}
 		return false
 	})
-}
-
-// writeInPlace replaces a file's content atomically: a temporary file beside the real one (after
-// following symlinks, so a link stays a link), with the original's permissions, renamed over it.
-// A failure leaves the original as it was and no temporary file behind.
-func writeInPlace(name string, data []byte) error {
-	target, err := filepath.EvalSymlinks(name)
-	if err != nil {
-		return err
-	}
-	info, err := os.Stat(target)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".migrate-*")
-	if err != nil {
-		return err
-	}
-	cleanup := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return cleanup(err)
-	}
-	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
-		return cleanup(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return cleanup(err)
-	}
-	if err := tmp.Close(); err != nil {
-		return cleanup(err)
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }
