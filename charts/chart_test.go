@@ -632,7 +632,7 @@ func TestRefusedValues(t *testing.T) {
 	}
 }
 
-// TestREADMEDeletesEveryKeptCRD: the README's `kubectl delete crd` line, for after `helm
+// TestREADMEDeletesEveryKeptCRD: the README's `kubectl delete crd` command, for after `helm
 // uninstall`, names exactly the CRDs the chart keeps (helm.sh/resource-policy: keep).
 func TestREADMEDeletesEveryKeptCRD(t *testing.T) {
 	root := testenv.RepoRoot()
@@ -654,9 +654,9 @@ func TestREADMEDeletesEveryKeptCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("`kubectl delete crd ([^`]+)`").FindSubmatch(readme)
+	m := regexp.MustCompile(`(?m)^\s*kubectl delete crd (.+)$`).FindSubmatch(readme)
 	if m == nil {
-		t.Fatal("README.md has no `kubectl delete crd ...` line")
+		t.Fatal("README.md has no `kubectl delete crd ...` command line")
 	}
 	named := strings.Fields(string(m[1]))
 	slices.Sort(kept)

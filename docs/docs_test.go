@@ -29,9 +29,12 @@ var notRun = map[string]string{
 	"make test": "it is the test suite that runs this test",
 	"go run ./cmd/sandbox-router --kubeconfig ~/.kube/config --listen 127.0.0.1:8080":                       "it needs a cluster; cmd/sandbox-router's TestAgainstAPIServer runs the binary against a real API server",
 	"curl -H 'X-Sandbox-ID: my-sandbox' -H 'X-Sandbox-Namespace: team-a' http://127.0.0.1:8080/":            "it needs the router above running against a cluster; router's tests send the same headers",
-	"helm install sandbox-gitops dist/sandbox-gitops-X.Y.Z.tgz -n sandbox-gitops-system --create-namespace": "it needs a cluster and a release; hack/dist's TestChart renders and lints the packaged chart with the helm `make tools` builds, and make e2e-node installs it on the real node",
-	"kubectl apply --server-side -n argocd -f dist/argocd-cmp.yaml":                                         "it needs a cluster with Argo CD and a release; internal/release's TestArgoCDPlugin holds argocd-cmp.yaml to plugin.yaml and repo-server-patch.yaml, and make e2e-node runs its sidecar's image as the patch does",
-	"kubectl label namespace sandbox-gitops-system pod-security.kubernetes.io/enforce=restricted":           "it needs a cluster with the release installed",
+	"helm install sandbox-gitops dist/sandbox-gitops-X.Y.Z.tgz -n sandbox-gitops-system --create-namespace": helmSection,
+	"kubectl label namespace sandbox-gitops-system pod-security.kubernetes.io/enforce=restricted":           helmSection,
+	"helm uninstall sandbox-gitops -n sandbox-gitops-system --wait":                                         helmSection,
+	"kubectl delete crd sandboxes.agents.x-k8s.io sandboxtemplates.extensions.agents.x-k8s.io sandboxclaims.extensions.agents.x-k8s.io sandboxwarmpools.extensions.agents.x-k8s.io sandboxrenders.render.sandbox-gitops.dev": helmSection,
+	"kubectl delete namespace sandbox-gitops-system":                                                      helmSection,
+	"kubectl apply --server-side --field-manager=sandbox-render-plugin -n argocd -f dist/argocd-cmp.yaml": "it needs a cluster with Argo CD and a release; e2e's TestInstall (make e2e) runs docs/gitops.md's Argo CD section as written against Argo CD's repo-server Deployment on the local cluster, with the release's dist/",
 	"make cluster":                                                                    "it starts a cluster; internal/cluster's TestCluster starts the same one in-process",
 	"make cluster REAL_NODE=1":                                                        "it starts a cluster with a real node as root; internal/cluster's TestRealNode (make e2e-node) starts the same one in-process",
 	"export KUBECONFIG=$PWD/.cluster/kubeconfig":                                      "it only names the cluster's kubeconfig for the commands a user runs next",
@@ -45,6 +48,9 @@ var notRun = map[string]string{
 	"go test -run '^$' -bench 'ScaleThroughput' -benchtime 1x -timeout 120m ./scale/": benchScale,
 	"go test -run '^$' -bench 'ScaleConverge' -benchtime 1x -timeout 180m ./scale/":   benchScale,
 }
+
+// helmSection is why the README's Helm commands are not run here.
+const helmSection = "it needs a cluster and a release; e2e's TestInstallRealNode (make e2e-node) runs the README's Helm section as written, X.Y.Z being the release's version, on the real node"
 
 // benchScale is why the scale benchmarks' commands are not run here.
 const benchScale = "it runs for about an hour on 100 kwok Nodes; make test runs the same three benchmarks once at a small size"
@@ -115,6 +121,7 @@ func TestDocCommands(t *testing.T) {
 					continue // TestLocalClusterSection's
 				}
 				for _, line := range strings.Split(strings.TrimSpace(string(m[2])), "\n") {
+					line = strings.TrimSpace(line) // a block inside a list item is indented
 					if reason, skip := notRun[line]; skip {
 						t.Logf("not run: %s (%s)", line, reason)
 						continue

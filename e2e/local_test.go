@@ -49,6 +49,7 @@ func TestInstall(t *testing.T) {
 		}
 	})
 	testInstall(t, ctx, c.Config, r, &localController{binary: r.binaryFromImage(t, "sandbox-controller", t.TempDir())})
+	t.Run("the Argo CD plugin installed as docs/gitops.md says", func(t *testing.T) { checkArgoCDPlugin(t, ctx, c, newKube(t, c.Config), r) })
 }
 
 // localController runs the controller binary of the release's image on this machine. kwok's

@@ -238,9 +238,8 @@ func checkRenderImage(t *testing.T, ctx context.Context, k *kube, r *release) {
 	}
 }
 
-// packagedChart unpacks the chart the release packaged, the .tgz its SHA256SUMS lists, into a
-// directory of the test's (checkHelm changes a file of it), and returns the chart's directory.
-func packagedChart(t *testing.T, dir string) string {
+// packagedChartFile is the name of the chart the release packaged, the .tgz its SHA256SUMS lists.
+func packagedChartFile(t *testing.T, dir string) string {
 	t.Helper()
 	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
 	if err != nil {
@@ -255,6 +254,14 @@ func packagedChart(t *testing.T, dir string) string {
 	if tgz == "" {
 		t.Fatalf("%s/SHA256SUMS lists no packaged chart (.tgz)", dir)
 	}
+	return tgz
+}
+
+// packagedChart unpacks the chart the release packaged into a directory of the test's (checkHelm
+// changes a file of it), and returns the chart's directory.
+func packagedChart(t *testing.T, dir string) string {
+	t.Helper()
+	tgz := packagedChartFile(t, dir)
 	f, err := os.Open(filepath.Join(dir, tgz))
 	if err != nil {
 		t.Fatal(err)
@@ -292,13 +299,29 @@ func packagedChart(t *testing.T, dir string) string {
 	return filepath.Join(out, "sandbox-gitops")
 }
 
-// checkHelm installs the release's packaged chart (dist/sandbox-gitops-<version>.tgz, as the
-// README does) on the real node, with no value set: its controller must be the image
-// install.yaml pins. Then it upgrades to that chart with a CRD changed (a test-only printer
-// column), uninstalls it (the CRDs stay, as helm.sh/resource-policy: keep says) and installs it
-// again under the same name, which takes the CRDs back; then removes everything.
+// checkHelm runs the README's "Install with Helm" commands as written, X.Y.Z standing for the
+// release's chart version: it installs the release's packaged chart
+// (dist/sandbox-gitops-X.Y.Z.tgz) on the real node with no value set, whose controller must be
+// the image install.yaml pins, and labels the namespace restricted. Then it upgrades to that
+// chart with a CRD changed (a test-only printer column), uninstalls it (the CRDs stay, as
+// helm.sh/resource-policy: keep says) and installs it again under the same name, which takes the
+// CRDs back. Last it runs the README's removal commands, which must leave nothing of ours.
 func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r *release) {
 	helm := testenv.Tool(t, "helm")
+	tgz := packagedChartFile(t, r.dir)
+	version := strings.TrimSuffix(strings.TrimPrefix(tgz, "sandbox-gitops-"), ".tgz")
+	readme := newDocShell(t, r.dir, c.Kubeconfig, strings.NewReplacer("X.Y.Z", version))
+	var install, remove [][]string
+	for _, block := range sectionCommands(t, "README.md", "## Install with Helm") {
+		if strings.HasPrefix(block[0], "helm uninstall") {
+			remove = append(remove, block)
+		} else {
+			install = append(install, block)
+		}
+	}
+	if len(install) == 0 || len(remove) == 0 {
+		t.Fatalf("the README's Helm section has %d install and %d removal blocks; want both", len(install), len(remove))
+	}
 	chart := packagedChart(t, r.dir)
 	ns := webhook.DefaultNamespace
 	var pinned string
@@ -321,7 +344,7 @@ func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r
 			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	install := []string{chart, "-n", ns, "--create-namespace", "--wait", "--timeout", "3m"}
+	again := []string{chart, "-n", ns, "--create-namespace", "--wait", "--timeout", "3m"}
 	crdFiles, err := filepath.Glob(filepath.Join(chart, "templates", "generated", "customresourcedefinition-*.yaml"))
 	if err != nil || len(crdFiles) == 0 {
 		t.Fatalf("the chart has no CRD templates (%v)", err)
@@ -346,7 +369,9 @@ func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r
 		return names, nil
 	}
 
-	run(append([]string{"install", "sandbox-gitops"}, install...)...)
+	for _, block := range install {
+		readme.run(t, ctx, block)
+	}
 	testenv.Eventually(t, timeout, "the chart's controller Available", func() error { return k.deploymentAvailable(ctx, ns, controllerName) })
 	d, err := k.cs.AppsV1().Deployments(ns).Get(ctx, controllerName, metav1.GetOptions{})
 	if err != nil {
@@ -354,6 +379,13 @@ func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r
 	}
 	if got := d.Spec.Template.Spec.Containers[0].Image; got != pinned {
 		t.Errorf("the packaged chart runs %s, install.yaml pins %s", got, pinned)
+	}
+	namespace, err := k.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := namespace.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+		t.Errorf("after the README's commands namespace %s enforces Pod Security %q, want restricted", ns, got)
 	}
 
 	sandboxes := filepath.Join(chart, "templates", "generated", "customresourcedefinition-sandboxes.agents.x-k8s.io.yaml")
@@ -369,7 +401,7 @@ func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r
 	if err := os.WriteFile(sandboxes, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(append([]string{"upgrade", "sandbox-gitops"}, install...)...)
+	run(append([]string{"upgrade", "sandbox-gitops"}, again...)...)
 	testenv.Eventually(t, timeout, "helm upgrade applied the changed CRD", func() error {
 		cols, err := columns()
 		if err != nil {
@@ -390,7 +422,7 @@ func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r
 	if err := os.WriteFile(sandboxes, bytes.ReplaceAll(b, []byte("    - jsonPath: .metadata.uid\n      name: E2E\n      type: string\n"), nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(append([]string{"install", "sandbox-gitops"}, install...)...)
+	run(append([]string{"install", "sandbox-gitops"}, again...)...)
 	testenv.Eventually(t, timeout, "the CRDs taken back by the second install, without the column", func() error {
 		cols, err := columns()
 		if err != nil {
@@ -410,19 +442,13 @@ func checkHelm(t *testing.T, ctx context.Context, c *cluster.Cluster, k *kube, r
 	})
 	testenv.Eventually(t, timeout, "the chart's controller Available again", func() error { return k.deploymentAvailable(ctx, ns, controllerName) })
 
-	run("uninstall", "sandbox-gitops", "-n", ns, "--wait")
-	var errs []error
+	for _, block := range remove {
+		readme.run(t, ctx, block)
+	}
 	for _, name := range crds {
-		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := k.c.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
+		if _, err := getCRD(ctx, k, name); !apierrors.IsNotFound(err) {
+			t.Errorf("after the README's removal commands CRD %s: %v, want not found", name, err)
 		}
-	}
-	if err := k.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
 	}
 	testenv.Eventually(t, timeout, "nothing of ours left after the chart", func() error { return leftovers(ctx, k) })
 }

@@ -82,7 +82,7 @@ type Artifact struct {
 var Artifacts = []Artifact{
 	{File: "install.yaml", Dir: "config/default", Apply: "kubectl apply --server-side -f install.yaml"},
 	{File: "router.yaml", Dir: "bases/router", Apply: "kubectl apply --server-side -f router.yaml"},
-	{File: "argocd-cmp.yaml", Dir: "gitops/argocd/cmp", Apply: "kubectl apply --server-side -n argocd -f argocd-cmp.yaml (after Argo CD: it adds the sidecar to argocd-repo-server)"},
+	{File: "argocd-cmp.yaml", Dir: "gitops/argocd/cmp", Apply: "kubectl apply --server-side --field-manager=sandbox-render-plugin -n argocd -f argocd-cmp.yaml (after Argo CD: it adds the sidecar to argocd-repo-server)"},
 }
 
 // Manifests builds every Artifact from the repository at root with the images pinned, and
