@@ -74,7 +74,7 @@ func ValidateTemplate(t *extv1beta1.SandboxTemplate, opts Options) field.ErrorLi
 	if len(t.Spec.PodTemplate.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(spec.Child("podTemplate", "spec", "containers"), "a template needs at least one container"))
 	}
-	errs = append(errs, ValidatePodTemplate(&t.Spec.PodTemplate, spec.Child("podTemplate"))...)
+	errs = append(errs, ValidatePodTemplate(&t.Spec.PodTemplate, t.Spec.VolumeClaimTemplates, spec.Child("podTemplate"))...)
 	errs = append(errs, validateVolumeClaimTemplateNames(t.Spec.VolumeClaimTemplates, spec.Child("volumeClaimTemplates"))...)
 	if t.Spec.NetworkPolicyManagement != extv1beta1.NetworkPolicyManagementUnmanaged {
 		errs = append(errs, ValidateNetworkPolicyRules(t.Spec.NetworkPolicy, spec.Child("networkPolicy"))...)

@@ -59,7 +59,7 @@ func ValidateSandbox(sb *agentsv1beta1.Sandbox) field.ErrorList {
 				"spec.service is true, so the Sandbox name is also the Service name: "+msg))
 		}
 	}
-	errs = append(errs, ValidatePodTemplate(&sb.Spec.PodTemplate, spec.Child("podTemplate"))...)
+	errs = append(errs, ValidatePodTemplate(&sb.Spec.PodTemplate, sb.Spec.VolumeClaimTemplates, spec.Child("podTemplate"))...)
 	errs = append(errs, validateVolumeClaimTemplateNames(sb.Spec.VolumeClaimTemplates, spec.Child("volumeClaimTemplates"))...)
 	for i := range sb.Spec.VolumeClaimTemplates {
 		name := sb.Spec.VolumeClaimTemplates[i].Name

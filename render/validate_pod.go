@@ -26,15 +26,40 @@ import (
 // rules are written here and each cites the one it follows.
 
 // ValidatePodTemplate checks a Sandbox's (or template's) pod template for what would make the
-// Pod the render emits impossible to create: labels and annotations (apimachinery's own
-// validation), the containers (validateContainers) and the volumes' names.
-func ValidatePodTemplate(pt *agentsv1beta1.PodTemplate, path *field.Path) field.ErrorList {
-	md := path.Child("metadata")
+// Pod the render emits impossible to create. The rules are those of the API server's Pod
+// validation on create (k8s.io/kubernetes pkg/apis/core/validation ValidatePodCreate, v1.37)
+// applied to what the API server validates, the template after the v1 defaults: an empty
+// restartPolicy is Always by then, a limit without a request is also the request. It checks
+// labels and annotations (apimachinery's own validation), the Pod's own fields
+// (validatePodSpec), the containers (validateContainers) and the volumes' names. vcts are the
+// volume claim templates whose volumes the render adds to the Pod, which a mount may name.
+//
+// Left to the API server, which refuses them with its own message: volume sources, affinity,
+// topology spread constraints, resource claims and pod-level resources, sysctls, AppArmor and
+// Windows options, container restart rules and resize policies, and what depends on the
+// cluster's flags or objects (privileged containers, priority classes, RuntimeClasses).
+func ValidatePodTemplate(pt *agentsv1beta1.PodTemplate, vcts []agentsv1beta1.PersistentVolumeClaimTemplate, path *field.Path) field.ErrorList {
+	md, spec := path.Child("metadata"), path.Child("spec")
 	errs := metav1validation.ValidateLabels(pt.ObjectMeta.Labels, md.Child("labels"))
 	errs = append(errs, apivalidation.ValidateAnnotations(pt.ObjectMeta.Annotations, md.Child("annotations"))...)
-	errs = append(errs, validateContainers(&pt.Spec, path.Child("spec"))...)
-	errs = append(errs, validateVolumeNames(pt.Spec.Volumes, path.Child("spec", "volumes"))...)
+	errs = append(errs, validatePodSpec(&pt.Spec, spec)...)
+	errs = append(errs, validateContainers(&pt.Spec, podVolumes(&pt.Spec, vcts), spec)...)
+	errs = append(errs, validateVolumeNames(pt.Spec.Volumes, spec.Child("volumes"))...)
 	return SortErrors(errs)
+}
+
+// podVolumes are the volumes of the Pod the render makes of spec, by name: spec's own and one
+// for each volume claim template (mergeVolumeClaimVolumes). The value says whether the volume is
+// an emptyDir (an env var's fileKeyRef reads only those).
+func podVolumes(spec *corev1.PodSpec, vcts []agentsv1beta1.PersistentVolumeClaimTemplate) map[string]bool {
+	out := make(map[string]bool, len(spec.Volumes)+len(vcts))
+	for i := range spec.Volumes {
+		out[spec.Volumes[i].Name] = spec.Volumes[i].EmptyDir != nil
+	}
+	for i := range vcts {
+		out[vcts[i].Name] = false
+	}
+	return out
 }
 
 // validateVolumeNames follows k8s.io/kubernetes pkg/apis/core/validation ValidateVolumes: every
@@ -55,15 +80,26 @@ func validateVolumeNames(volumes []corev1.Volume, path *field.Path) field.ErrorL
 	return errs
 }
 
-// validateContainers follows k8s.io/kubernetes pkg/apis/core/validation: validateContainers and
-// validateInitContainers (a name is required, a DNS-1123 label, and unique among all containers
-// and init containers of the Pod; a Pod's container needs an image: "image: Required value"),
-// validateContainerPorts (containerPort in 1-65535, hostPort 0 or in 1-65535, protocol TCP, UDP
-// or SCTP, a port name an IANA_SVC_NAME unique within its container) and, of ValidateVolumeMounts,
-// that a mount has a mountPath.
-func validateContainers(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+// validateContainers follows k8s.io/kubernetes pkg/apis/core/validation validateContainers,
+// validateInitContainers and validateContainerCommon: a name is required, a DNS-1123 label, and
+// unique among all containers and init containers of the Pod; a Pod's container needs an image
+// without leading or trailing whitespace; the enums of terminationMessagePolicy and
+// imagePullPolicy; the ports (validatePort, and no two containers on one host port: an init
+// container only with itself, as init containers run one by one); the environment, mounts,
+// resources, security context, probes and lifecycle (validate_container.go). An init container
+// has probes and a lifecycle only as a sidecar (restartPolicy: Always).
+func validateContainers(spec *corev1.PodSpec, volumes map[string]bool, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	names := map[string]*field.Path{}
+	hostPorts := map[string]bool{}
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if g := spec.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+		if grace < 0 {
+			grace = 1 // as the Pod's defaults make it
+		}
+	}
+	hostUsers := spec.HostUsers == nil || *spec.HostUsers
 	check := func(list string, cs []corev1.Container) {
 		for i := range cs {
 			c := &cs[i]
@@ -82,25 +118,97 @@ func validateContainers(spec *corev1.PodSpec, path *field.Path) field.ErrorList 
 			if c.Image == "" {
 				errs = append(errs, field.Required(p.Child("image"), "the render turns the template into a Pod, and a Pod's container needs an image"))
 			} else if strings.TrimSpace(c.Image) != c.Image {
-				// validateContainerCommon: the image must not have leading or trailing whitespace.
+				// validateContainersOnlyForPod: no leading or trailing whitespace.
 				errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
+			}
+			errs = append(errs, validateEnum(c.TerminationMessagePolicy, p.Child("terminationMessagePolicy"),
+				corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
+			errs = append(errs, validateEnum(c.ImagePullPolicy, p.Child("imagePullPolicy"), corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
+			if list == "initContainers" {
+				clear(hostPorts)
 			}
 			portNames := map[string]*field.Path{} // unique per container; across containers only a warning
 			for j := range c.Ports {
-				errs = append(errs, validatePort(&c.Ports[j], p.Child("ports").Index(j), portNames)...)
+				pp := p.Child("ports").Index(j)
+				errs = append(errs, validatePort(&c.Ports[j], pp, portNames)...)
+				errs = append(errs, validateHostPort(spec, &c.Ports[j], pp, hostPorts)...)
 			}
-			// ValidateVolumeMounts: every mount has a path (the schema's list map, keyed by
-			// mountPath, takes an empty one).
-			for j := range c.VolumeMounts {
-				if c.VolumeMounts[j].MountPath == "" {
-					errs = append(errs, field.Required(p.Child("volumeMounts").Index(j).Child("mountPath"), "a volume mount needs the path it is mounted at"))
-				}
+			errs = append(errs, validateEnv(c.Env, volumes, p.Child("env"))...)
+			errs = append(errs, validateEnvFrom(c.EnvFrom, p.Child("envFrom"))...)
+			errs = append(errs, validateVolumeMounts(c, volumes, p.Child("volumeMounts"))...)
+			errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
+			errs = append(errs, validateSecurityContext(c.SecurityContext, hostUsers, p.Child("securityContext"))...)
+			sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+			if list == "initContainers" && !sidecar {
+				errs = append(errs, forbidInInitContainer(c, p)...)
+				continue
 			}
+			if c.Lifecycle != nil {
+				errs = append(errs, validateHandler(lifecycleHandler(c.Lifecycle.PostStart), grace, p.Child("lifecycle", "postStart"))...)
+				errs = append(errs, validateHandler(lifecycleHandler(c.Lifecycle.PreStop), grace, p.Child("lifecycle", "preStop"))...)
+			}
+			errs = append(errs, validateProbe(c.LivenessProbe, livenessProbe, p.Child("livenessProbe"))...)
+			errs = append(errs, validateProbe(c.ReadinessProbe, readinessProbe, p.Child("readinessProbe"))...)
+			errs = append(errs, validateProbe(c.StartupProbe, startupProbe, p.Child("startupProbe"))...)
 		}
 	}
 	check("initContainers", spec.InitContainers)
+	clear(hostPorts)
 	check("containers", spec.Containers)
 	return errs
+}
+
+// validateHostPort follows validatePodHostNetworkDeps and checkHostPortConflicts: under
+// hostNetwork a hostPort is the containerPort (the Pod's defaults set it when it is 0), and no
+// two ports take one host port, protocol and host IP.
+func validateHostPort(spec *corev1.PodSpec, port *corev1.ContainerPort, p *field.Path, taken map[string]bool) field.ErrorList {
+	var errs field.ErrorList
+	hp := port.HostPort
+	if spec.HostNetwork {
+		if hp != 0 && hp != port.ContainerPort {
+			errs = append(errs, field.Invalid(p.Child("hostPort"), hp, "must match `containerPort` when `hostNetwork` is true"))
+		}
+		if hp == 0 {
+			hp = port.ContainerPort
+		}
+	}
+	if hp == 0 {
+		return errs
+	}
+	key := fmt.Sprintf("%s/%s/%d", cmp.Or(port.Protocol, corev1.ProtocolTCP), port.HostIP, hp)
+	if taken[key] {
+		errs = append(errs, field.Duplicate(p.Child("hostPort"), key))
+	}
+	taken[key] = true
+	return errs
+}
+
+// forbidInInitContainer: an init container that is not a sidecar runs to completion before the
+// others start, so it has no probes and no lifecycle hooks.
+func forbidInInitContainer(c *corev1.Container, p *field.Path) field.ErrorList {
+	const why = "may not be set for init containers without restartPolicy=Always"
+	var errs field.ErrorList
+	if c.Lifecycle != nil {
+		errs = append(errs, field.Forbidden(p.Child("lifecycle"), why))
+	}
+	for _, probe := range []struct {
+		name string
+		set  bool
+	}{{"livenessProbe", c.LivenessProbe != nil}, {"readinessProbe", c.ReadinessProbe != nil}, {"startupProbe", c.StartupProbe != nil}} {
+		if probe.set {
+			errs = append(errs, field.Forbidden(p.Child(probe.name), why))
+		}
+	}
+	return errs
+}
+
+// validateEnum refuses a value outside supported; the empty value is what the Pod's defaults
+// replace, and is accepted.
+func validateEnum[T ~string](v T, p *field.Path, supported ...T) field.ErrorList {
+	if v == "" || slices.Contains(supported, v) {
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p, v, supported)}
 }
 
 func validatePort(port *corev1.ContainerPort, p *field.Path, names map[string]*field.Path) field.ErrorList {
