@@ -344,12 +344,10 @@ func write(out io.Writer, rl *framework.ResourceList, texts [][]byte, items []it
 		writeIndented(w, "  ", []byte(s))
 	}
 	if len(rl.Results) > 0 {
-		b, err := yaml.Marshal(rl.Results)
-		if err != nil {
+		w.WriteString("results:\n")
+		if err := writeResults(w, rl.Results); err != nil {
 			return err
 		}
-		w.WriteString("results:\n")
-		writeIndented(w, "", b)
 	}
 	return w.Flush()
 }
