@@ -2,6 +2,7 @@ package golden
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -141,7 +142,10 @@ func describeObject(o *unstructured.Unstructured) string {
 // dryRunner creates objects with dryRun=All, creating their namespaces (and RuntimeClasses) for
 // real first.
 type dryRunner struct {
-	c       client.Client
+	c client.Client
+	// strict refuses unknown fields, as kubectl's default field validation does; without it the
+	// API server drops them with a warning.
+	strict  bool
 	mu      sync.Mutex
 	created map[string]error
 }
@@ -171,7 +175,11 @@ func (d *dryRunner) create(ctx context.Context, o *unstructured.Unstructured) (u
 			return false, err
 		}
 	}
-	return false, d.c.Create(ctx, o, client.DryRunAll)
+	opts := []client.CreateOption{client.DryRunAll}
+	if d.strict {
+		opts = append(opts, client.FieldValidation(metav1.FieldValidationStrict))
+	}
+	return false, d.c.Create(ctx, o, opts...)
 }
 
 // prerequisite creates obj for real, once: a namespace or a RuntimeClass an object needs. An
@@ -202,13 +210,22 @@ type mutant struct {
 
 // renderMutant renders a mutant as `sandbox-render render` does, reporting whether it rendered.
 func renderMutant(m mutant) ([]*unstructured.Unstructured, bool) {
+	out, err := renderMutantErr(m)
+	return out, err == nil
+}
+
+// renderMutantErr is renderMutant with the reason a mutant did not render.
+func renderMutantErr(m mutant) ([]*unstructured.Unstructured, error) {
 	objs, err := manifest.Parse("input.yaml", m.stream)
-	if err != nil || len(objs) == 0 {
-		return nil, false
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) == 0 {
+		return nil, errors.New("no objects")
 	}
 	cfg, err := renderconfig.Parse(m.config)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
 	// Sources kept as v1alpha1 are for clusters that serve it through the conversion webhook,
 	// which this API server does not run (TestV1alpha1RendersApplyToOurCRDs covers them).
@@ -220,12 +237,9 @@ func renderMutant(m mutant) ([]*unstructured.Unstructured, bool) {
 	}
 	out, err := bundle.Expand(objs, opts)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
-	if out, err = bundle.ConvertSources(out); err != nil {
-		return nil, false
-	}
-	return out, true
+	return bundle.ConvertSources(out)
 }
 
 // richConfig is a SandboxRender config with every knob that reaches an object set, so that
