@@ -65,9 +65,9 @@ test-under-load: ## `make test` while LOAD_HOGS busy loops (default 2) keep the 
 	echo "test-under-load: make test exited $$rc after $$((SECONDS - start)) s"; \
 	exit $$rc
 
-cluster: ## Start a local cluster on loopback (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with NODES fake Nodes, default 1; SCALE=1: upstream's scale-test limits; REAL_NODE=1: one real node with containerd, kubelet, kube-proxy, CoreDNS and a volume provisioner instead, as root); state and logs in .cluster/.
+cluster: ## Start a local cluster on loopback (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with NODES fake Nodes, default 1; SCALE=1: upstream's scale-test limits; REAL_NODE=1: one real node with containerd, kubelet, kube-proxy, CoreDNS and a volume provisioner instead, as root, IMAGES=a.tar,b.tar imported into it); state and logs in .cluster/.
 	@for t in $(CLUSTER_TOOLS) $(if $(REAL_NODE),$(NODE_TOOLS)); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
-	go run ./hack/cluster up -dir $(CLUSTER_DIR) -bin $(BIN) $(if $(REAL_NODE),-real-node,-nodes $(NODES)) $(if $(SCALE),-scale)
+	go run ./hack/cluster up -dir $(CLUSTER_DIR) -bin $(BIN) $(if $(REAL_NODE),-real-node,-nodes $(NODES)) $(if $(SCALE),-scale) $(if $(IMAGES),-images $(IMAGES))
 
 cluster-down: ## Stop what `make cluster` started (only its processes, named by the pid files in .cluster/pids).
 	go run ./hack/cluster down -dir $(CLUSTER_DIR)
@@ -142,11 +142,12 @@ e2e: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster: the cont
 	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
 	SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 20m -v -parallel 4 -run '^(TestInstall|TestStartupTakeover)$$' ./e2e/
 
-e2e-node: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster with a real node (containerd, kubelet, kube-proxy, kube-router, CoreDNS, local-path; as root): the controller, webhook and router run from their images, sandboxes as real Pods (about 5 min).
+e2e-node: ## Release (VERSION v0.0.0-e2e) and install it on a local cluster with a real node (containerd, kubelet, kube-proxy, kube-router, CoreDNS, local-path; as root): the controller, webhook and router run from their images, sandboxes as real Pods; then the README's real-node section as written (about 8 min).
 	@for t in $(CLUSTER_TOOLS) $(NODE_TOOLS) helm; do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
 	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
 	SANDBOX_REAL_NODE=1 go test -count=1 -timeout 10m -v -run '^TestRealNode(Down)?$$' ./internal/cluster/
 	SANDBOX_REAL_NODE=1 SANDBOX_E2E_DIST=$(CURDIR)/dist go test -count=1 -timeout 20m -v -run '^TestInstallRealNode$$' ./e2e/
+	SANDBOX_REAL_NODE=1 go test -count=1 -timeout 10m -v -run '^TestRealNodeSection$$' ./docs/
 
 e2e-dataplane: ## The dataplane table: every NetworkPolicy the controller renders, enforced by kube-router on the real node, connection by connection from inside Pods, with controls (as root; about 3 min).
 	@for t in $(CLUSTER_TOOLS) $(NODE_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done

@@ -56,9 +56,10 @@ const helmSection = "it needs a cluster and a release; e2e's TestInstallRealNode
 const benchScale = "it runs for about an hour on 100 kwok Nodes; make test runs the same three benchmarks once at a small size"
 
 var (
-	// shellBlock is a ```sh block; one marked <!-- local-cluster --> is a script that needs the
-	// local cluster, which TestLocalClusterSection runs whole instead of TestDocCommands.
-	shellBlock = regexp.MustCompile("(?s)(<!-- local-cluster -->\n)?```sh\n(.*?)```")
+	// shellBlock is a ```sh block; one marked <!-- local-cluster --> or <!-- real-node --> is a
+	// script that needs that cluster, which TestLocalClusterSection or TestRealNodeSection runs
+	// whole instead of TestDocCommands. The marker is the first group, the script the third.
+	shellBlock = regexp.MustCompile("(?s)(<!-- (local-cluster|real-node) -->\n)?```sh\n(.*?)```")
 	fileBlock  = regexp.MustCompile("(?s)<!-- (docs/example/[^ ]+) -->\n```yaml\n(.*?)```")
 )
 
@@ -118,9 +119,9 @@ func TestDocCommands(t *testing.T) {
 			var script []string
 			for _, m := range shellBlock.FindAllSubmatch(b, -1) {
 				if len(m[1]) > 0 {
-					continue // TestLocalClusterSection's
+					continue // TestLocalClusterSection's or TestRealNodeSection's
 				}
-				for _, line := range strings.Split(strings.TrimSpace(string(m[2])), "\n") {
+				for _, line := range strings.Split(strings.TrimSpace(string(m[3])), "\n") {
 					line = strings.TrimSpace(line) // a block inside a list item is indented
 					if reason, skip := notRun[line]; skip {
 						t.Logf("not run: %s (%s)", line, reason)

@@ -15,9 +15,10 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
-// localClusterTimeout bounds each local-cluster script: the cluster starts in about 12 s and
-// docs/example converges in a few more; `make build` in the copy is a cache hit.
-const localClusterTimeout = 5 * time.Minute
+// scriptTimeout bounds each cluster script: the cluster starts in about 12 s and docs/example
+// converges in a few more; `make build` and `make release` in the copy are cache hits but for the
+// images' layers.
+const scriptTimeout = 5 * time.Minute
 
 // TestLocalClusterSection runs each ```sh block of README.md marked <!-- local-cluster --> as one
 // bash script (set -euo pipefail), exactly as written, in a copy of the repository whose ./bin
@@ -25,8 +26,24 @@ const localClusterTimeout = 5 * time.Minute
 // controller in the background. Whatever the script leaves behind (a cluster, the controller) is
 // stopped when the test ends, however it ends.
 func TestLocalClusterSection(t *testing.T) {
+	runMarkedScripts(t, "local-cluster", append(append([]string{}, cluster.Binaries...), cluster.KwokStagesDir, "kustomize"))
+}
+
+// TestRealNodeSection runs the README's blocks marked <!-- real-node --> the same way: a release
+// installed in the cluster with a real node, its controller running from the release's image. It
+// needs root and runs in make e2e-node (SANDBOX_REAL_NODE=1), one real node at a time; the copy
+// is a git repository with one commit, as a clone is, because `make release` names its commit.
+func TestRealNodeSection(t *testing.T) {
+	if os.Getenv("SANDBOX_REAL_NODE") != "1" {
+		t.Skip("the real node needs root and is started only under SANDBOX_REAL_NODE=1 (make e2e-node)")
+	}
+	runMarkedScripts(t, "real-node", append(append(append([]string{}, cluster.Binaries...), cluster.KwokStagesDir, "kustomize"), cluster.NodeBinaries...))
+}
+
+// runMarkedScripts runs README.md's blocks marked <!-- marker --> in a copy of the repository
+// that has the named tools in its ./bin and has run `make build`.
+func runMarkedScripts(t *testing.T, marker string, tools []string) {
 	bin := testenv.BinDir()
-	tools := append(append([]string{}, cluster.Binaries...), cluster.KwokStagesDir, "kustomize")
 	for _, name := range tools {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
 			testenv.Missing(t, "%s not found in %s; run `make tools`", name, bin)
@@ -42,12 +59,12 @@ func TestLocalClusterSection(t *testing.T) {
 	}
 	var scripts []string
 	for _, m := range shellBlock.FindAllSubmatch(b, -1) {
-		if len(m[1]) > 0 {
-			scripts = append(scripts, string(m[2]))
+		if string(m[2]) == marker {
+			scripts = append(scripts, string(m[3]))
 		}
 	}
 	if len(scripts) == 0 {
-		t.Fatal("README.md has no block marked <!-- local-cluster -->")
+		t.Fatalf("README.md has no block marked <!-- %s -->", marker)
 	}
 	clone := copyRepo(t, root)
 	if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
@@ -58,21 +75,27 @@ func TestLocalClusterSection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	build := exec.Command("make", "build")
-	build.Dir = clone
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("make build: %v\n%s", err, out)
+	for _, args := range [][]string{
+		{"git", "init", "-q"}, {"git", "add", "-A"},
+		{"git", "-c", "user.name=docs", "-c", "user.email=docs@example.com", "commit", "-q", "-m", "clone"},
+		{"make", "build"},
+	} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = clone
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 	for i, script := range scripts {
-		runLocalClusterScript(t, clone, i, script)
+		runClusterScript(t, clone, marker, i, script)
 	}
 }
 
-// runLocalClusterScript runs one script in its own process group, and afterwards kills that group
-// and stops a cluster the script left running.
-func runLocalClusterScript(t *testing.T, clone string, i int, script string) {
+// runClusterScript runs one script in its own process group, and afterwards kills that group and
+// stops a cluster the script left running.
+func runClusterScript(t *testing.T, clone, marker string, i int, script string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), localClusterTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = clone
@@ -98,7 +121,7 @@ func runLocalClusterScript(t *testing.T, clone string, i int, script string) {
 		}
 	}
 	if err != nil {
-		t.Fatalf("README.md's local-cluster script %d failed after %v: %v\n--- script:\n%s\n--- output:\n%s", i, time.Since(start).Round(time.Millisecond), err, script, out.String())
+		t.Fatalf("README.md's %s script %d failed after %v: %v\n--- script:\n%s\n--- output:\n%s", marker, i, time.Since(start).Round(time.Millisecond), err, script, out.String())
 	}
-	t.Logf("local-cluster script %d ran in %v; its output:\n%s", i, time.Since(start).Round(time.Millisecond), strings.TrimSpace(out.String()))
+	t.Logf("%s script %d ran in %v; its output:\n%s", marker, i, time.Since(start).Round(time.Millisecond), strings.TrimSpace(out.String()))
 }
