@@ -231,7 +231,7 @@ func validateVolumeMounts(c *corev1.Container, volumes map[string]bool, path *fi
 			errs = append(errs, validateLocalDescendingPath(m.SubPathExpr, p.Child("subPathExpr"))...)
 		}
 		if mp := m.MountPropagation; mp != nil {
-			errs = append(errs, validateRequiredEnum(*mp, p.Child("mountPropagation"),
+			errs = append(errs, validateRequiredEnum(*mp, p, "mountPropagation",
 				corev1.MountPropagationBidirectional, corev1.MountPropagationHostToContainer, corev1.MountPropagationNone)...)
 			if *mp == corev1.MountPropagationBidirectional && !privileged {
 				errs = append(errs, field.Forbidden(p.Child("mountPropagation"), "Bidirectional mount propagation is available only to privileged containers"))
@@ -281,47 +281,54 @@ func notFound(p *field.Path, value any, detail string) *field.Error {
 // resource, whole; a request at most its limit; an extended resource or huge pages cannot be
 // overcommitted, so the request needs a limit, equal to it; huge pages come in whole pages and
 // need cpu or memory beside them.
-func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+func validateResources(r *corev1.ResourceRequirements, container *field.Path, name string) field.ErrorList {
+	if len(r.Limits) == 0 && len(r.Requests) == 0 {
+		return nil
+	}
 	var errs field.ErrorList
 	hugePages, cpuOrMemory := false, false
+	// The paths are made only for an error: a render validates every Pod it makes.
+	path := func(elem ...string) *field.Path { return container.Child(name, elem...) }
 	check := func(list string, rl corev1.ResourceList) {
 		for name, q := range rl {
-			p := path.Child(list).Key(string(name))
-			nameErrs := resourceName(name, p)
-			errs = append(errs, nameErrs...)
+			at := func() *field.Path { return path(list).Key(string(name)) }
+			msgs := resourceName(name)
+			for _, msg := range msgs {
+				errs = append(errs, field.Invalid(at(), name, msg))
+			}
 			if q.Sign() < 0 {
-				errs = append(errs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
+				errs = append(errs, field.Invalid(at(), q.String(), "must be greater than or equal to 0"))
 			}
 			if isExtendedResource(name) && q.MilliValue()%1000 != 0 {
-				errs = append(errs, field.Invalid(p, q.String(), "must be an integer: "+string(name)+" is counted in whole devices"))
+				errs = append(errs, field.Invalid(at(), q.String(), "must be an integer: "+string(name)+" is counted in whole devices"))
 			}
 			if isHugePages(name) {
 				hugePages = true
 				if !wholePages(name, q) {
-					errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name)))
+					errs = append(errs, field.Invalid(at(), q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name)))
 				}
 			}
 			cpuOrMemory = cpuOrMemory || name == corev1.ResourceCPU || name == corev1.ResourceMemory
-			if list != "requests" || len(nameErrs) > 0 {
+			if list != "requests" || len(msgs) > 0 {
 				continue // a name to fix first: whether it may be overcommitted says little
 			}
 			overcommit := isNativeResource(name) && !isHugePages(name)
 			switch limit, ok := r.Limits[name]; {
 			case !ok && !overcommit:
-				errs = append(errs, field.Required(path.Child("limits").Key(string(name)),
+				errs = append(errs, field.Required(path("limits").Key(string(name)),
 					fmt.Sprintf("%s cannot be overcommitted: its request needs a limit, equal to it (a limit alone is also the request)", name)))
 			case !ok:
 			case q.Cmp(limit) != 0 && !overcommit:
-				errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+				errs = append(errs, field.Invalid(at(), q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
 			case q.Cmp(limit) > 0:
-				errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+				errs = append(errs, field.Invalid(at(), q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
 			}
 		}
 	}
 	check("limits", r.Limits)
 	check("requests", r.Requests)
 	if hugePages && !cpuOrMemory {
-		errs = append(errs, field.Forbidden(path, "HugePages require cpu or memory"))
+		errs = append(errs, field.Forbidden(path(), "HugePages require cpu or memory"))
 	}
 	return errs
 }
@@ -330,25 +337,23 @@ func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.E
 // (IsStandardContainerResourceName), besides hugepages-<size>.
 var containerResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
 
-// resourceName follows ValidateContainerResourceName: a qualified name; without a domain cpu,
+// resourceName is what is wrong with a container's resource name, following
+// ValidateContainerResourceName: a qualified name; without a domain cpu,
 // memory, ephemeral-storage or hugepages-<size>; with one, in kubernetes.io or an extended
 // resource (example.com/gpu). The API server says "must be a standard resource type or fully
 // qualified" and "must be a standard resource for containers" of bogus.resource: one finding here
 // says both.
-func resourceName(name corev1.ResourceName, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(string(name)) {
-		errs = append(errs, field.Invalid(p, name, msg))
-	}
+func resourceName(name corev1.ResourceName) []string {
+	msgs := validation.IsQualifiedName(string(name))
 	switch {
 	case !strings.Contains(string(name), "/"):
 		if !slices.Contains(containerResources, name) && !isHugePages(name) {
-			errs = append(errs, field.Invalid(p, name, "must be a standard resource for containers (cpu, memory, ephemeral-storage, hugepages-<size>) or an extended resource with a domain, such as example.com/gpu"))
+			msgs = append(msgs, "must be a standard resource for containers (cpu, memory, ephemeral-storage, hugepages-<size>) or an extended resource with a domain, such as example.com/gpu")
 		}
-	case len(errs) == 0 && !isNativeResource(name) && !isExtendedResource(name):
-		errs = append(errs, field.Invalid(p, name, "doesn't follow extended resource name standard"))
+	case len(msgs) == 0 && !isNativeResource(name) && !isExtendedResource(name):
+		msgs = append(msgs, "doesn't follow extended resource name standard")
 	}
-	return errs
+	return msgs
 }
 
 func isHugePages(name corev1.ResourceName) bool {
@@ -470,7 +475,7 @@ func validateHandler(h handler, grace int64, path *field.Path) field.ErrorList {
 	})
 	one("httpGet", h.httpGet != nil, func(p *field.Path) field.ErrorList {
 		errs := validatePortNumOrName(h.httpGet.Port, p.Child("port"))
-		errs = append(errs, validateEnum(h.httpGet.Scheme, p.Child("scheme"), corev1.URISchemeHTTP, corev1.URISchemeHTTPS)...)
+		errs = append(errs, validateEnum(h.httpGet.Scheme, p, "scheme", corev1.URISchemeHTTP, corev1.URISchemeHTTPS)...)
 		for i, hdr := range h.httpGet.HTTPHeaders {
 			for _, msg := range validation.IsHTTPHeaderName(hdr.Name) {
 				errs = append(errs, field.Invalid(p.Child("httpHeaders").Index(i).Child("name"), hdr.Name, msg))

@@ -121,23 +121,36 @@ func validateContainers(spec *corev1.PodSpec, volumes map[string]bool, path *fie
 				// validateContainersOnlyForPod: no leading or trailing whitespace.
 				errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 			}
-			errs = append(errs, validateEnum(c.TerminationMessagePolicy, p.Child("terminationMessagePolicy"),
+			errs = append(errs, validateEnum(c.TerminationMessagePolicy, p, "terminationMessagePolicy",
 				corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
-			errs = append(errs, validateEnum(c.ImagePullPolicy, p.Child("imagePullPolicy"), corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
+			errs = append(errs, validateEnum(c.ImagePullPolicy, p, "imagePullPolicy", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
 			if list == "initContainers" {
 				clear(hostPorts)
 			}
-			portNames := map[string]*field.Path{} // unique per container; across containers only a warning
-			for j := range c.Ports {
-				pp := p.Child("ports").Index(j)
-				errs = append(errs, validatePort(&c.Ports[j], pp, portNames)...)
-				errs = append(errs, validateHostPort(spec, &c.Ports[j], pp, hostPorts)...)
+			// The paths of the fields below are made only for the fields a container has: a
+			// render validates every Pod it makes.
+			if len(c.Ports) > 0 {
+				ports := p.Child("ports")
+				portNames := map[string]*field.Path{} // unique per container; across containers only a warning
+				for j := range c.Ports {
+					pp := ports.Index(j)
+					errs = append(errs, validatePort(&c.Ports[j], pp, portNames)...)
+					errs = append(errs, validateHostPort(spec, &c.Ports[j], pp, hostPorts)...)
+				}
 			}
-			errs = append(errs, validateEnv(c.Env, volumes, p.Child("env"))...)
-			errs = append(errs, validateEnvFrom(c.EnvFrom, p.Child("envFrom"))...)
-			errs = append(errs, validateVolumeMounts(c, volumes, p.Child("volumeMounts"))...)
-			errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
-			errs = append(errs, validateSecurityContext(c.SecurityContext, hostUsers, p.Child("securityContext"))...)
+			if len(c.Env) > 0 {
+				errs = append(errs, validateEnv(c.Env, volumes, p.Child("env"))...)
+			}
+			if len(c.EnvFrom) > 0 {
+				errs = append(errs, validateEnvFrom(c.EnvFrom, p.Child("envFrom"))...)
+			}
+			if len(c.VolumeMounts) > 0 {
+				errs = append(errs, validateVolumeMounts(c, volumes, p.Child("volumeMounts"))...)
+			}
+			errs = append(errs, validateResources(&c.Resources, p, "resources")...)
+			if c.SecurityContext != nil {
+				errs = append(errs, validateSecurityContext(c.SecurityContext, hostUsers, p.Child("securityContext"))...)
+			}
 			sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 			if list == "initContainers" && !sidecar {
 				errs = append(errs, forbidInInitContainer(c, p)...)
@@ -147,9 +160,15 @@ func validateContainers(spec *corev1.PodSpec, volumes map[string]bool, path *fie
 				errs = append(errs, validateHandler(lifecycleHandler(c.Lifecycle.PostStart), grace, p.Child("lifecycle", "postStart"))...)
 				errs = append(errs, validateHandler(lifecycleHandler(c.Lifecycle.PreStop), grace, p.Child("lifecycle", "preStop"))...)
 			}
-			errs = append(errs, validateProbe(c.LivenessProbe, livenessProbe, p.Child("livenessProbe"))...)
-			errs = append(errs, validateProbe(c.ReadinessProbe, readinessProbe, p.Child("readinessProbe"))...)
-			errs = append(errs, validateProbe(c.StartupProbe, startupProbe, p.Child("startupProbe"))...)
+			for _, probe := range []struct {
+				kind  probeKind
+				name  string
+				probe *corev1.Probe
+			}{{livenessProbe, "livenessProbe", c.LivenessProbe}, {readinessProbe, "readinessProbe", c.ReadinessProbe}, {startupProbe, "startupProbe", c.StartupProbe}} {
+				if probe.probe != nil {
+					errs = append(errs, validateProbe(probe.probe, probe.kind, p.Child(probe.name))...)
+				}
+			}
 		}
 	}
 	check("initContainers", spec.InitContainers)
@@ -202,13 +221,14 @@ func forbidInInitContainer(c *corev1.Container, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateEnum refuses a value outside supported; the empty value is what the Pod's defaults
-// replace, and is accepted.
-func validateEnum[T ~string](v T, p *field.Path, supported ...T) field.ErrorList {
+// validateEnum refuses a value of the field name of parent outside supported; the empty value
+// is what the Pod's defaults replace, and is accepted. The field's path is made only for an
+// error: a render validates every Pod it makes.
+func validateEnum[T ~string](v T, parent *field.Path, name string, supported ...T) field.ErrorList {
 	if v == "" || slices.Contains(supported, v) {
 		return nil
 	}
-	return field.ErrorList{field.NotSupported(p, v, supported)}
+	return field.ErrorList{field.NotSupported(parent.Child(name), v, supported)}
 }
 
 func validatePort(port *corev1.ContainerPort, p *field.Path, names map[string]*field.Path) field.ErrorList {

@@ -18,24 +18,32 @@ import (
 // Empty enums are accepted: the Pod's defaults fill them before validation.
 func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	// validateRestartPolicy, validateDNSPolicy, ValidatePreemptionPolicy, validateOS.
-	errs := validateEnum(spec.RestartPolicy, path.Child("restartPolicy"), corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)
-	errs = append(errs, validateEnum(spec.DNSPolicy, path.Child("dnsPolicy"),
+	errs := validateEnum(spec.RestartPolicy, path, "restartPolicy", corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)
+	errs = append(errs, validateEnum(spec.DNSPolicy, path, "dnsPolicy",
 		corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone)...)
 	if pp := spec.PreemptionPolicy; pp != nil {
 		if *pp == "" {
 			errs = append(errs, field.Required(path.Child("preemptionPolicy"), "PreemptLowerPriority or Never; leave it out for the priority class's"))
 		}
-		errs = append(errs, validateEnum(*pp, path.Child("preemptionPolicy"), corev1.PreemptLowerPriority, corev1.PreemptNever)...)
+		errs = append(errs, validateEnum(*pp, path, "preemptionPolicy", corev1.PreemptLowerPriority, corev1.PreemptNever)...)
 	}
 	if os := spec.OS; os != nil {
 		if os.Name == "" {
 			errs = append(errs, field.Required(path.Child("os", "name"), "linux or windows"))
 		}
-		errs = append(errs, validateEnum(os.Name, path.Child("os", "name"), corev1.Linux, corev1.Windows)...)
+		errs = append(errs, validateEnum(os.Name, path.Child("os"), "name", corev1.Linux, corev1.Windows)...)
 	}
-	errs = append(errs, validateDNSConfig(spec, path.Child("dnsConfig"))...)
-	errs = append(errs, metav1validation.ValidateLabels(spec.NodeSelector, path.Child("nodeSelector"))...)
-	errs = append(errs, validatePodSecurityContext(spec.SecurityContext, path.Child("securityContext"))...)
+	// The paths of the fields below are made only for the fields a Pod has: a render validates
+	// every Pod it makes.
+	if spec.DNSConfig != nil || spec.DNSPolicy == corev1.DNSNone {
+		errs = append(errs, validateDNSConfig(spec, path.Child("dnsConfig"))...)
+	}
+	if len(spec.NodeSelector) > 0 {
+		errs = append(errs, metav1validation.ValidateLabels(spec.NodeSelector, path.Child("nodeSelector"))...)
+	}
+	if spec.SecurityContext != nil {
+		errs = append(errs, validatePodSecurityContext(spec.SecurityContext, path.Child("securityContext"))...)
+	}
 
 	// ValidatePodSpec: names of other objects the Pod refers to. serviceAccount is the deprecated
 	// name of serviceAccountName, which the Pod's defaults copy into it when it is empty.
@@ -72,8 +80,12 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child(f.field), f.value, msg))
 		}
 	}
-	errs = append(errs, validateHostnameOverride(spec, path.Child("hostnameOverride"))...)
-	errs = append(errs, validateTolerations(spec.Tolerations, path.Child("tolerations"))...)
+	if spec.HostnameOverride != nil {
+		errs = append(errs, validateHostnameOverride(spec, path.Child("hostnameOverride"))...)
+	}
+	if len(spec.Tolerations) > 0 {
+		errs = append(errs, validateTolerations(spec.Tolerations, path.Child("tolerations"))...)
+	}
 	for i, ha := range spec.HostAliases {
 		// ValidateHostAliases.
 		p := path.Child("hostAliases").Index(i)
@@ -220,7 +232,7 @@ func validateTolerations(ts []corev1.Toleration, path *field.Path) field.ErrorLi
 		default:
 			errs = append(errs, field.NotSupported(p.Child("operator"), t.Operator, []corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists}))
 		}
-		errs = append(errs, validateEnum(t.Effect, p.Child("effect"), taintEffects...)...)
+		errs = append(errs, validateEnum(t.Effect, p, "effect", taintEffects...)...)
 	}
 	return errs
 }
@@ -244,10 +256,10 @@ func validatePodSecurityContext(sc *corev1.PodSecurityContext, path *field.Path)
 		}
 	}
 	if p := sc.FSGroupChangePolicy; p != nil {
-		errs = append(errs, validateRequiredEnum(*p, path.Child("fsGroupChangePolicy"), corev1.FSGroupChangeOnRootMismatch, corev1.FSGroupChangeAlways)...)
+		errs = append(errs, validateRequiredEnum(*p, path, "fsGroupChangePolicy", corev1.FSGroupChangeOnRootMismatch, corev1.FSGroupChangeAlways)...)
 	}
 	if p := sc.SupplementalGroupsPolicy; p != nil {
-		errs = append(errs, validateRequiredEnum(*p, path.Child("supplementalGroupsPolicy"), corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict)...)
+		errs = append(errs, validateRequiredEnum(*p, path, "supplementalGroupsPolicy", corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict)...)
 	}
 	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, path.Child("seccompProfile"))...)
 	return errs
@@ -262,7 +274,7 @@ func validateSecurityContext(sc *corev1.SecurityContext, hostUsers bool, path *f
 	}
 	errs := validateIDs(path, sc.RunAsUser, sc.RunAsGroup)
 	if pm := sc.ProcMount; pm != nil {
-		errs = append(errs, validateRequiredEnum(*pm, path.Child("procMount"), corev1.DefaultProcMount, corev1.UnmaskedProcMount)...)
+		errs = append(errs, validateRequiredEnum(*pm, path, "procMount", corev1.DefaultProcMount, corev1.UnmaskedProcMount)...)
 		if *pm == corev1.UnmaskedProcMount && hostUsers {
 			errs = append(errs, field.Invalid(path.Child("procMount"), *pm, "`hostUsers` must be false to use `Unmasked`"))
 		}
@@ -296,7 +308,7 @@ func validateSeccompProfile(sp *corev1.SeccompProfile, path *field.Path) field.E
 	if sp == nil {
 		return nil
 	}
-	errs := validateRequiredEnum(sp.Type, path.Child("type"),
+	errs := validateRequiredEnum(sp.Type, path, "type",
 		corev1.SeccompProfileTypeLocalhost, corev1.SeccompProfileTypeRuntimeDefault, corev1.SeccompProfileTypeUnconfined)
 	switch {
 	case sp.Type == corev1.SeccompProfileTypeLocalhost && sp.LocalhostProfile == nil:
@@ -310,13 +322,13 @@ func validateSeccompProfile(sp *corev1.SeccompProfile, path *field.Path) field.E
 }
 
 // validateRequiredEnum is validateEnum for a field no default fills: empty is refused too.
-func validateRequiredEnum[T ~string](v T, p *field.Path, supported ...T) field.ErrorList {
+func validateRequiredEnum[T ~string](v T, parent *field.Path, name string, supported ...T) field.ErrorList {
 	if v == "" {
 		quoted := make([]string, len(supported))
 		for i, s := range supported {
 			quoted[i] = strconv.Quote(string(s))
 		}
-		return field.ErrorList{field.Required(p, "supported values: "+strings.Join(quoted, ", "))}
+		return field.ErrorList{field.Required(parent.Child(name), "supported values: "+strings.Join(quoted, ", "))}
 	}
-	return validateEnum(v, p, supported...)
+	return validateEnum(v, parent, name, supported...)
 }
