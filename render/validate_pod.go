@@ -19,8 +19,9 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
-// The checks in this file are the API server's own rules for what the render turns into objects,
-// so that a render that succeeds is one the API server accepts. apimachinery's label, annotation
+// The checks in this file, validate_podspec.go and validate_container.go are the API server's own
+// rules for what the render turns into objects, so that a render that succeeds is one the API
+// server accepts. apimachinery's label, annotation
 // and selector validation is imported; the Pod and NetworkPolicy rules live in k8s.io/kubernetes
 // (pkg/apis/core/validation, pkg/apis/networking/validation), which is not importable, so the
 // rules are written here and each cites the one it follows.
