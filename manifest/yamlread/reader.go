@@ -60,11 +60,22 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 // "---" or "..." followed by a space or its end cannot be content), so each document's text is
 // known exactly.
 //
-// The stream must be UTF-8 (CheckEncoding): go-yaml reads UTF-16 too, but every reader after it
-// (kustomize, kubectl, the function's item-by-item reading) and every text passed through is
-// UTF-8, so a UTF-16 document came out as UTF-16 bytes inside a UTF-8 stream. A UTF-8
-// byte-order mark at the very start is accepted and dropped, so it is not written back into the
-// middle of an output stream.
+// The stream must be UTF-8 (CheckEncoding): go-yaml reads UTF-16 too, from a byte-order mark at
+// the start of whatever it is given, so a document after a --- that starts with one was read as
+// UTF-16 while every reader after it (kustomize, kubectl, the function's item-by-item reading)
+// and every text passed through is UTF-8: a UTF-16 Sandbox rendered a Pod, and its text came out
+// as UTF-16 bytes inside a UTF-8 stream. So a UTF-16 or UTF-32 byte-order mark anywhere, and a
+// NUL byte anywhere (YAML allows none; UTF-16 or UTF-32 text without a mark shows as NULs), is an
+// error naming its document and line and the encoding it suggests. A UTF-8 byte-order mark at
+// the very start is accepted and dropped, so it is not written back into the middle of an output
+// stream.
+//
+// A document after a "..." line must start with a "---" line. YAML 1.2 allows a bare document
+// there, but kustomize's reader (kyaml's kio.ByteReader) and kubectl's (apimachinery's
+// YAMLReader, then sigs.k8s.io/yaml) drop it without a word, and go-yaml itself refuses it ("did
+// not find expected <document start>"). Reading it, render would write an object that build (the
+// same bytes as kustomize build) never applies; dropping it would lose an object its author
+// wrote. So it is an error in every mode, naming its line.
 func ReadNodes(data []byte) ([]Node, error) { return readNodes(data, 0) }
 
 // MaxObjectBytes is the largest document Read takes: the API server refuses any request body
@@ -82,15 +93,22 @@ var listKind = regexp.MustCompile(`(?m)^kind:[ \t]*["']?\w*List["']?[ \t]*(#.*)?
 // readNodes is ReadNodes refusing, before parsing it, a document over maxDocument bytes (0: no
 // limit) unless it is a List.
 func readNodes(data []byte, maxDocument int) ([]Node, error) {
-	if err := CheckEncoding(data); err != nil && err != errMidStreamBOM {
+	err := CheckEncoding(data)
+	if err != nil && err != errInStream {
 		return nil, err
 	}
+	// Only a stream CheckEncoding found something in is searched again, document by document, to
+	// place it.
+	place := err == errInStream
 	data = bytes.TrimPrefix(data, utf8BOM)
 	var out []Node
 	index := 0
-	parse := func(chunk []byte, firstLine int, withText bool) error {
-		if at := bytes.Index(chunk, utf8BOM); at >= 0 {
-			return fmt.Errorf("document %d, line %d: %s", index+1, firstLine+bytes.Count(chunk[:at], []byte("\n")), midStreamBOM)
+	// bare: the chunk follows a "..." line, with no "---" line since.
+	parse := func(chunk []byte, firstLine int, withText, bare bool) error {
+		if place {
+			if at, msg := notUTF8(chunk); at >= 0 {
+				return fmt.Errorf("document %d, line %d: %s", index+1, firstLine+bytes.Count(chunk[:at], []byte("\n")), msg)
+			}
 		}
 		if len(bytes.TrimSpace(chunk)) == 0 {
 			return nil
@@ -106,6 +124,11 @@ func readNodes(data []byte, maxDocument int) ([]Node, error) {
 				return nil
 			}
 			return syntaxError(err, chunk, index+1, firstLine)
+		}
+		if bare && len(doc.Content) > 0 {
+			return fmt.Errorf("document %d, line %d: a document after a ... line (the end of the one before) must start with a --- line: "+
+				"kustomize and kubectl drop it without a word, and other YAML readers refuse it; add a line --- before it",
+				index+1, doc.Content[0].Line+firstLine-1)
 		}
 		if len(doc.Content) == 0 || isNull(doc.Content[0]) {
 			return nil
@@ -140,15 +163,17 @@ func readNodes(data []byte, maxDocument int) ([]Node, error) {
 		return append(prefix, data[start:end]...)
 	}
 	line := 1
+	ended := false // the last marker was "..."
 	for pos := 0; pos < len(data); line++ {
 		next := len(data)
 		if end := bytes.IndexByte(data[pos:], '\n'); end >= 0 {
 			next = pos + end + 1
 		}
 		if l := data[pos:next]; IsDocumentMarker(l) {
-			if err := parse(chunk(pos), startLine, prefix == nil); err != nil {
+			if err := parse(chunk(pos), startLine, prefix == nil, ended); err != nil {
 				return nil, err
 			}
+			ended = l[0] == '.'
 			prefix, start, startLine = nil, next, line+1
 			if rest := bytes.TrimSpace(l[3:]); l[0] == '-' && len(rest) > 0 && rest[0] != '#' {
 				prefix = append([]byte("   "), l[3:]...)
@@ -157,7 +182,7 @@ func readNodes(data []byte, maxDocument int) ([]Node, error) {
 		}
 		pos = next
 	}
-	if err := parse(chunk(len(data)), startLine, prefix == nil); err != nil {
+	if err := parse(chunk(len(data)), startLine, prefix == nil, ended); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -168,31 +193,96 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 
 const midStreamBOM = "a byte-order mark (U+FEFF) inside the stream; YAML input is UTF-8 with a byte-order mark at most at its very start: remove it"
 
-var errMidStreamBOM = errors.New(midStreamBOM)
+// errInStream is CheckEncoding finding, past the start of the stream, what ReadNodes then places
+// at its document and line (notUTF8).
+var errInStream = errors.New(midStreamBOM)
+
+// wideEncoding is a UTF-16 or UTF-32 encoding: its name, its byte-order mark, and its name for
+// iconv without a mark (which iconv cannot guess the byte order from).
+type wideEncoding struct {
+	name  string
+	bom   []byte
+	iconv string
+}
+
+// wideEncodings, UTF-32LE before UTF-16LE: its mark starts with the other's.
+var wideEncodings = []wideEncoding{
+	{"UTF-32 (little-endian)", []byte{0xff, 0xfe, 0, 0}, "UTF-32LE"},
+	{"UTF-32 (big-endian)", []byte{0, 0, 0xfe, 0xff}, "UTF-32BE"},
+	{"UTF-16 (little-endian)", []byte{0xff, 0xfe}, "UTF-16LE"},
+	{"UTF-16 (big-endian)", []byte{0xfe, 0xff}, "UTF-16BE"},
+}
 
 // CheckEncoding refuses a stream that is not UTF-8: one starting with a UTF-16 or UTF-32
-// byte-order mark, or holding a byte-order mark anywhere but at its very start (a file
-// concatenated from files with one, or a U+FEFF typed into a value, which no YAML reader shows).
-// A UTF-16 error names document 1, line 1; ReadNodes places a byte-order mark inside the stream
-// at its document and line (errMidStreamBOM, returned here, does not know them). The caller adds
-// the file. Invalid UTF-8 is left to the YAML parser, which reports it.
+// byte-order mark; or holding, past its start, a byte-order mark (a file concatenated from files
+// with one, or a U+FEFF typed into a value, which no YAML reader shows), a UTF-16 or UTF-32 one
+// included, or a NUL byte. A mark at the start is named at document 1, line 1; anything past it
+// is errInStream, which ReadNodes places at its document and line (CheckEncoding does not know
+// them). The caller adds the file. Other invalid UTF-8 is left to the YAML parser, which reports
+// it.
 func CheckEncoding(data []byte) error {
-	for _, enc := range []struct {
-		name string
-		bom  []byte
-	}{ // UTF-32LE before UTF-16LE: its mark starts with the other's.
-		{"UTF-32 (little-endian)", []byte{0xff, 0xfe, 0, 0}},
-		{"UTF-32 (big-endian)", []byte{0, 0, 0xfe, 0xff}},
-		{"UTF-16 (little-endian)", []byte{0xff, 0xfe}},
-		{"UTF-16 (big-endian)", []byte{0xfe, 0xff}},
-	} {
+	for _, enc := range wideEncodings {
 		if bytes.HasPrefix(data, enc.bom) {
 			return fmt.Errorf("document 1, line 1: the input is %s (it starts with that byte-order mark); YAML input must be UTF-8: convert it, say with iconv -f %s -t UTF-8",
 				enc.name, strings.Fields(enc.name)[0])
 		}
 	}
-	if bytes.Contains(bytes.TrimPrefix(data, utf8BOM), utf8BOM) {
-		return errMidStreamBOM
+	if at, _ := notUTF8(bytes.TrimPrefix(data, utf8BOM)); at >= 0 {
+		return errInStream
+	}
+	return nil
+}
+
+// notUTF8 finds the first byte-order mark (UTF-8, UTF-16 or UTF-32) or NUL byte in a document's
+// text, and says what it is; at is -1 when there is none. The bytes 0xfe and 0xff never occur in
+// UTF-8, so a UTF-16 mark is never part of a character; a NUL is not allowed in YAML at all.
+func notUTF8(text []byte) (at int, msg string) {
+	at = -1
+	for _, b := range [][]byte{utf8BOM, {0}, {0xff, 0xfe}, {0xfe, 0xff}} {
+		if i := bytes.Index(text, b); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	if at < 0 {
+		return -1, ""
+	}
+	if bytes.HasPrefix(text[at:], utf8BOM) {
+		return at, midStreamBOM
+	}
+	for _, enc := range wideEncodings {
+		if bytes.HasPrefix(text[at:], enc.bom) {
+			return at, fmt.Sprintf("a %s byte-order mark: the text after it is %s, and YAML input must be UTF-8: convert that text, say with iconv -f %s -t UTF-8",
+				enc.name, strings.Fields(enc.name)[0], strings.Fields(enc.name)[0])
+		}
+	}
+	if enc := unmarkedWide(text); enc != nil {
+		return at, fmt.Sprintf("a NUL byte: the text looks like %s without a byte-order mark, and YAML input must be UTF-8: convert it, say with iconv -f %s -t UTF-8",
+			enc.name, enc.iconv)
+	}
+	return at, "a NUL byte, which YAML does not allow: remove it (text in UTF-16 or UTF-32 shows as NUL bytes: convert such text to UTF-8)"
+}
+
+// unmarkedWide guesses the encoding of a document that starts without a byte-order mark as YAML
+// 1.2 does (5.2, Character Encodings), from its first bytes, an ASCII character in any of them;
+// nil when they are not of UTF-16 or UTF-32.
+func unmarkedWide(text []byte) *wideEncoding {
+	pick := func(iconv string) *wideEncoding {
+		for i := range wideEncodings {
+			if wideEncodings[i].iconv == iconv {
+				return &wideEncodings[i]
+			}
+		}
+		return nil
+	}
+	switch {
+	case len(text) >= 4 && text[0] == 0 && text[1] == 0 && text[2] == 0 && text[3] != 0:
+		return pick("UTF-32BE")
+	case len(text) >= 4 && text[0] != 0 && text[1] == 0 && text[2] == 0 && text[3] == 0:
+		return pick("UTF-32LE")
+	case len(text) >= 2 && text[0] == 0 && text[1] != 0:
+		return pick("UTF-16BE")
+	case len(text) >= 2 && text[0] != 0 && text[1] == 0:
+		return pick("UTF-16LE")
 	}
 	return nil
 }
@@ -354,25 +444,33 @@ func NodeObject(n *kyaml.Node) (*unstructured.Unstructured, error) {
 
 // checkObject says what makes a value not a Kubernetes object, or "".
 func checkObject(obj map[string]any) string {
+	_, msg := ObjectProblem(obj)
+	return msg
+}
+
+// ObjectProblem says what makes a value not a Kubernetes object, and the field at fault
+// (apiVersion, kind or metadata); "", "" for an object. Read checks every document with it; a
+// caller holding objects read otherwise (a SandboxRender's spec.resources) checks them the same.
+func ObjectProblem(obj map[string]any) (field, msg string) {
 	for _, k := range []string{"apiVersion", "kind"} {
 		s, isString := obj[k].(string)
 		if !isString || s == "" {
-			return fmt.Sprintf("every object needs apiVersion and kind (strings); %s is %s", k, DescribeValue(obj[k]))
+			return k, fmt.Sprintf("every object needs apiVersion and kind (strings); %s is %s", k, DescribeValue(obj[k]))
 		}
 	}
 	// The API server (and every client) reads apiVersion as group/version or version: "a/b/c" or
 	// "example.com/" passed through as an object no request can carry.
 	if gv, err := schema.ParseGroupVersion(obj["apiVersion"].(string)); err != nil || gv.Version == "" {
-		return fmt.Sprintf("apiVersion %q must be a version (v1) or a group and a version (apps/v1)", obj["apiVersion"])
+		return "apiVersion", fmt.Sprintf("apiVersion %q must be a version (v1) or a group and a version (apps/v1)", obj["apiVersion"])
 	}
 	// Every Kubernetes object's metadata is an ObjectMeta; anything else would be refused by any
 	// API server (and trips up tools that read annotations).
 	if md, present := obj["metadata"]; present && md != nil {
 		if _, isMap := md.(map[string]any); !isMap {
-			return fmt.Sprintf("metadata must be a mapping (name, namespace, labels, ...), not %s", DescribeValue(md))
+			return "metadata", fmt.Sprintf("metadata must be a mapping (name, namespace, labels, ...), not %s", DescribeValue(md))
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // NodeValue converts a YAML node into the JSON-typed value unstructured objects hold (string,

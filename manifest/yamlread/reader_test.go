@@ -155,6 +155,51 @@ func TestReadErrors(t *testing.T) {
 			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: \"b\xef\xbb\xbf\"\n",
 			want:   "in.yaml: document 2, line 7: a byte-order mark (U+FEFF) inside the stream",
 		},
+		"UTF16AfterASeparator": {
+			reason: "go-yaml read a UTF-16 document after --- (a UTF-16 Sandbox rendered a Pod), and render wrote its bytes, NULs included",
+			in:     "apiVersion: v1\nkind: A\n---\n" + wide("\xff\xfe", "kind: X\n", 2, false),
+			want:   "in.yaml: document 2, line 4: a UTF-16 (little-endian) byte-order mark: the text after it is UTF-16, and YAML input must be UTF-8",
+		},
+		"UTF16BEAfterASeparator": {
+			reason: "in either byte order",
+			in:     "apiVersion: v1\nkind: A\n---\n" + wide("\xfe\xff", "kind: X\n", 2, true),
+			want:   "in.yaml: document 2, line 4: a UTF-16 (big-endian) byte-order mark",
+		},
+		"UTF32AfterASeparator": {
+			reason: "UTF-32's mark starts with UTF-16's: it is named as UTF-32",
+			in:     "apiVersion: v1\nkind: A\n---\n" + wide("\xff\xfe\x00\x00", "kind: X\n", 4, false),
+			want:   "in.yaml: document 2, line 4: a UTF-32 (little-endian) byte-order mark",
+		},
+		"UTF16MarkInAValue": {
+			reason: "a UTF-16 mark is never part of UTF-8 text",
+			in:     "apiVersion: v1\nkind: A\nmetadata:\n  name: \"a\xff\xfeb\"\n",
+			want:   "in.yaml: document 1, line 4: a UTF-16 (little-endian) byte-order mark",
+		},
+		"UTF16WithoutAMark": {
+			reason: "UTF-16 without a mark was refused as \"control characters are not allowed\", naming no line or encoding",
+			in:     wide("", "apiVersion: v1\n", 2, false),
+			want:   "in.yaml: document 1, line 1: a NUL byte: the text looks like UTF-16 (little-endian) without a byte-order mark, and YAML input must be UTF-8: convert it, say with iconv -f UTF-16LE -t UTF-8",
+		},
+		"UTF16BEWithoutAMarkAfterASeparator": {
+			reason: "the encoding is guessed from the document's first bytes, as YAML 1.2 guesses a stream's",
+			in:     "apiVersion: v1\nkind: A\n---\n" + wide("", "kind: X\n", 2, true),
+			want:   "in.yaml: document 2, line 4: a NUL byte: the text looks like UTF-16 (big-endian) without a byte-order mark",
+		},
+		"UTF32WithoutAMark": {
+			reason: "UTF-32 without a mark",
+			in:     wide("", "apiVersion: v1\n", 4, false),
+			want:   "in.yaml: document 1, line 1: a NUL byte: the text looks like UTF-32 (little-endian) without a byte-order mark",
+		},
+		"NULInAValue": {
+			reason: "YAML allows no NUL byte anywhere; the line is the NUL's",
+			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: B\ndata:\n  k: \"a\x00b\"\n",
+			want:   "in.yaml: document 2, line 7: a NUL byte, which YAML does not allow: remove it",
+		},
+		"DocumentAfterDots": {
+			reason: "after ... a document with no --- was kept by render and dropped by kustomize (build) and kubectl",
+			in:     "apiVersion: v1\nkind: A\n...\n# the next one\n\napiVersion: v1\nkind: B\n",
+			want:   "in.yaml: document 2, line 6: a document after a ... line (the end of the one before) must start with a --- line",
+		},
 		"ListItemsNotAList": {
 			reason: "kind: List with items: 5 passed through as an object the API server refuses",
 			in:     "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: List\nitems: 5\n",
@@ -183,6 +228,39 @@ func TestReadErrors(t *testing.T) {
 				t.Errorf("%s\nRead error = %v\nwant one containing %q", tc.reason, err, tc.want)
 			}
 		})
+	}
+}
+
+// wide is ASCII text s in UTF-16 or UTF-32 (size 2 or 4 bytes a character), big- or
+// little-endian, after mark.
+func wide(mark, s string, size int, bigEndian bool) string {
+	b := []byte(mark)
+	for i := 0; i < len(s); i++ {
+		c := make([]byte, size)
+		if bigEndian {
+			c[size-1] = s[i]
+		} else {
+			c[0] = s[i]
+		}
+		b = append(b, c...)
+	}
+	return string(b)
+}
+
+// TestReadDocumentEnds: a "..." line ends a document; what follows it up to a "---" line may be
+// comments and blank lines only, and a document after a "---" is read as any other.
+func TestReadDocumentEnds(t *testing.T) {
+	in := "apiVersion: v1\nkind: A\n...\n# between\n\n...\n---\napiVersion: v1\nkind: B\n...\n--- {apiVersion: v1, kind: C}\n...\n"
+	docs, err := Read("in.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		got = append(got, fmt.Sprintf("%s %d %d", d.Object.GetKind(), d.Index, d.Line))
+	}
+	if diff := cmp.Diff([]string{"A 1 1", "B 2 8", "C 3 11"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
