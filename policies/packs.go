@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -54,6 +55,14 @@ func (c Config) Validate(path *field.Path) field.ErrorList {
 		p := path.Child("packs", "runtimeClass")
 		if len(rc.Allowed) == 0 {
 			errs = append(errs, field.Required(p.Child("allowed"), "list the RuntimeClasses sandboxes may use"))
+		}
+		// A RuntimeClass's name is a DNS-1123 subdomain (as the API server validates it, and a
+		// Pod's runtimeClassName): any other allows nothing a Pod can name, and "Bad Name" was
+		// taken without a word.
+		for i, name := range rc.Allowed {
+			for _, msg := range validation.IsDNS1123Subdomain(name) {
+				errs = append(errs, field.Invalid(p.Child("allowed").Index(i), name, "not a RuntimeClass name: "+msg))
+			}
 		}
 		if rc.Default != "" && !slices.Contains(rc.Allowed, rc.Default) {
 			errs = append(errs, field.NotSupported(p.Child("default"), rc.Default, rc.Allowed))

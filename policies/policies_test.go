@@ -185,3 +185,29 @@ func TestRestrictedRunAsUser(t *testing.T) {
 		t.Errorf("a negative restrictedDefaultUser is accepted: %v", errs)
 	}
 }
+
+// TestRuntimeClassNames: the runtime-class pack allows RuntimeClass names only, as the API server
+// validates them (DNS-1123 subdomains); "Bad Name" was taken and allowed nothing a Pod can name.
+func TestRuntimeClassNames(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		allowed []string
+		want    []string // the fields of the errors
+	}{
+		"Names":     {reason: "RuntimeClass names", allowed: []string{"gvisor", "kata-qemu", "runsc.v2"}},
+		"Space":     {reason: "a space", allowed: []string{"gvisor", "Bad Name"}, want: []string{"spec.packs.runtimeClass.allowed[1]"}},
+		"Uppercase": {reason: "upper case", allowed: []string{"Gvisor"}, want: []string{"spec.packs.runtimeClass.allowed[0]"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			errs := Config{Packs: Packs{RuntimeClass: &RuntimeClassPack{Allowed: tc.allowed}}}.Validate(field.NewPath("spec"))
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Field)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: error fields (-want +got):\n%s\n%v", tc.reason, diff, errs)
+			}
+		})
+	}
+}

@@ -306,6 +306,20 @@ func (c *SandboxRender) validate() field.ErrorList {
 			errs = append(errs, field.Invalid(spec.Child("allowedLabelDomains").Index(i), d, "a label domain claims may use: "+msg))
 		}
 	}
+	for i, r := range c.Spec.Resources {
+		// Each is rendered as a listed item is, so it must be an object as every item must. An
+		// empty one was taken by render and validate (which do not render spec.resources), a
+		// configuration error of the function and a problem of the input in build; now it is a
+		// configuration error in every mode, naming the field.
+		if key, msg := yamlread.ObjectProblem(r); msg != "" {
+			p := spec.Child("resources").Index(i).Child(key)
+			if v, present := r[key]; !present || v == nil {
+				errs = append(errs, field.Required(p, "every resource is an object, with apiVersion and kind"))
+			} else {
+				errs = append(errs, field.Invalid(p, v, msg))
+			}
+		}
+	}
 	if n := c.Spec.MaxPoolReplicas; n != nil && *n < 0 {
 		errs = append(errs, field.Invalid(spec.Child("maxPoolReplicas"), *n, "must be 0 or more (0 means the default, 10000)"))
 	}

@@ -85,6 +85,31 @@ func TestConfigFieldErrors(t *testing.T) {
 			spec:   `maxPoolReplicas: -1`,
 			want:   `spec.maxPoolReplicas: Invalid value: -1`,
 		},
+		"ResourceEmpty": {
+			reason: "spec.resources: [{}] was taken by render and validate, exit 2 in the function and exit 1 in build",
+			spec:   `resources: [{}]`,
+			want:   `spec.resources[0].apiVersion: Required value: every resource is an object, with apiVersion and kind`,
+		},
+		"ResourceWithoutKind": {
+			reason: "each resource is an object, as every listed item is",
+			spec:   `resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}, {apiVersion: v1}]`,
+			want:   `spec.resources[1].kind: Required value`,
+		},
+		"ResourceAPIVersionNotAVersion": {
+			reason: "an apiVersion no request can carry",
+			spec:   `resources: [{apiVersion: a/b/c, kind: ConfigMap}]`,
+			want:   `spec.resources[0].apiVersion: Invalid value: "a/b/c": apiVersion "a/b/c" must be a version (v1) or a group and a version (apps/v1)`,
+		},
+		"ResourceMetadataNotAMapping": {
+			reason: "metadata is an ObjectMeta",
+			spec:   `resources: [{apiVersion: v1, kind: ConfigMap, metadata: [a]}]`,
+			want:   `spec.resources[0].metadata: Invalid value:`,
+		},
+		"RuntimeClassNotAName": {
+			reason: `runtimeClass.allowed: ["Bad Name"] was taken, and allowed nothing a Pod can name`,
+			spec:   `policies: {packs: {runtimeClass: {allowed: [gvisor, "Bad Name"]}}}`,
+			want:   `spec.policies.packs.runtimeClass.allowed[1]: Invalid value: "Bad Name": not a RuntimeClass name: a lowercase RFC 1123 subdomain`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -161,6 +186,17 @@ func TestConfigErrorsAt(t *testing.T) {
 			reason: "a config that is the third document of its file, starting on line 21, is placed at the file's lines",
 			spec:   "  clusterDomian: example.com\n", start: 21,
 			want: "render.yaml:26: unknown field `spec.clusterDomian` (did you mean `clusterDomain`?)",
+		},
+		"ResourceAtItsLine": {
+			reason: "a resource that is not an object is placed at its line",
+			spec:   "  mode: expand\n  resources:\n  - apiVersion: v1\n    kind: ConfigMap\n  - {}\n",
+			want:   "render.yaml:11: spec.resources[1].apiVersion: Required value: every resource is an object, with apiVersion and kind",
+		},
+		"RuntimeClassAtItsLine": {
+			reason: "a RuntimeClass name that is not one is placed at its line",
+			spec:   "  policies:\n    packs:\n      runtimeClass:\n        allowed:\n        - gvisor\n        - Bad_Name\n",
+			want: `render.yaml:12: spec.policies.packs.runtimeClass.allowed[1]: Invalid value: "Bad_Name": not a RuntimeClass name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', ` +
+				`and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 		},
 		"MetadataIsOpen": {
 			reason: "metadata and spec.resources hold any field",
