@@ -116,52 +116,108 @@ func keyAfterItems(root *kyaml.Node) int {
 var resourceListVersions = []string{"config.kubernetes.io/v1", "config.kubernetes.io/v1beta1"}
 
 // readResourceList reads the function's input strictly. A ResourceList that is malformed (not one
-// YAML document, not a mapping, another kind, items that are not a list of objects, a
-// functionConfig that is not an object) is answered with an error result and, when the input is
-// at least a mapping, that mapping unchanged; kyaml's reader would instead explode an items
-// mapping into a list of its keys and values, or nest a second ResourceList as items.
+// YAML document, not a mapping, another kind, a duplicate key, items that are not a list of
+// objects, a functionConfig that is not an object) is answered with an error result and, as the
+// KRM functions specification asks, the items unchanged: the input's ResourceList is given back
+// as it came, results added (root). Only an input that holds no ResourceList go-yaml can read
+// (not YAML, not a mapping, another kind) is answered with a ResourceList of the result alone:
+// it has no items to give back. kyaml's reader would instead explode an items mapping into a list
+// of its keys and values, or nest a second ResourceList as items.
 func readResourceList(data []byte) (*framework.ResourceList, *kyaml.Node, *framework.Result) {
-	bad := func(format string, args ...any) *framework.Result {
-		return &framework.Result{Severity: framework.Error, Message: "malformed ResourceList: " + fmt.Sprintf(format, args...)}
-	}
 	docs, err := manifest.ReadNodes(data)
 	switch {
 	case err != nil:
-		return nil, nil, bad("%v", err)
+		return nil, firstResourceList(data), malformed("%v", err)
 	case len(docs) == 0:
-		return nil, nil, bad("the input is empty; a KRM function reads one ResourceList (kind: ResourceList, apiVersion: config.kubernetes.io/v1)")
+		return nil, nil, malformed("the input is empty; a KRM function reads one ResourceList (kind: ResourceList, apiVersion: config.kubernetes.io/v1)")
 	case len(docs) > 1:
-		return nil, nil, bad("the input has %d YAML documents; a KRM function reads one ResourceList", len(docs))
+		_, root, _ := checkRoot(docs[0].Node)
+		return nil, root, malformed("the input has %d YAML documents; a KRM function reads one ResourceList", len(docs))
 	}
 	return checkRoot(docs[0].Node)
 }
 
-// checkRoot is readResourceList on the parsed document.
-func checkRoot(root *kyaml.Node) (*framework.ResourceList, *kyaml.Node, *framework.Result) {
-	bad := func(format string, args ...any) *framework.Result {
-		return &framework.Result{Severity: framework.Error, Message: "malformed ResourceList: " + fmt.Sprintf(format, args...)}
+// malformed is the result answering a malformed ResourceList.
+func malformed(format string, args ...any) *framework.Result {
+	return &framework.Result{Severity: framework.Error, Message: "malformed ResourceList: " + fmt.Sprintf(format, args...)}
+}
+
+// firstResourceList is the input's first document as go-yaml reads it, when the one reader
+// refuses the input (a byte-order mark inside a value, a document after "..." with no "---", a
+// syntax error in a later document) but that document is a ResourceList: its items are given back
+// unchanged. nil when there is none, or when the input starts with a UTF-16 byte-order mark:
+// go-yaml would read it, and the items written back would be converted, not unchanged.
+func firstResourceList(data []byte) *kyaml.Node {
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return nil
 	}
+	// Only the first document's text: go-yaml reads ahead, and would fail on what follows before
+	// it returns the first document.
+	var doc kyaml.Node
+	if err := kyaml.NewDecoder(bytes.NewReader(firstDocument(data))).Decode(&doc); err != nil || len(doc.Content) != 1 {
+		return nil
+	}
+	_, root, _ := checkRoot(doc.Content[0])
+	return root
+}
+
+// firstDocument is the text of a stream up to the first document marker after some content.
+func firstDocument(data []byte) []byte {
+	content := false
+	for pos := 0; pos < len(data); {
+		next := len(data)
+		if end := bytes.IndexByte(data[pos:], '\n'); end >= 0 {
+			next = pos + end + 1
+		}
+		l := data[pos:next]
+		rest := bytes.TrimSpace(l)
+		if yamlread.IsDocumentMarker(l) {
+			if content {
+				return data[:pos]
+			}
+			rest = bytes.TrimSpace(l[3:]) // "--- value": the document starts on the marker's line
+		}
+		if len(rest) > 0 && rest[0] != '#' && rest[0] != '%' {
+			content = true
+		}
+		pos = next
+	}
+	return data
+}
+
+// checkRoot is readResourceList on the parsed document. root is nil when the document is not a
+// ResourceList at all (not a mapping, another kind): the answer is then a ResourceList of its own,
+// holding only the result. A ResourceList malformed inside comes back unchanged.
+func checkRoot(root *kyaml.Node) (*framework.ResourceList, *kyaml.Node, *framework.Result) {
+	bad := malformed
 	if root.Kind != kyaml.MappingNode {
 		return nil, nil, bad("line %d: the input must be a ResourceList object, not %s", root.Line, nodeKind(root))
 	}
-	// Not a ResourceList at all (another kind, duplicate keys): the answer is a ResourceList of
-	// its own, holding only the result. A ResourceList malformed inside comes back unchanged.
 	if kind := child(root, "kind"); kind == nil || kind.Kind != kyaml.ScalarNode || kind.Value != "ResourceList" {
 		return nil, nil, bad("line %d: kind must be ResourceList", root.Line)
 	}
 	if v := child(root, "apiVersion"); v == nil || v.Kind != kyaml.ScalarNode || !slices.Contains(resourceListVersions, v.Value) {
-		return nil, nil, bad("line %d: apiVersion must be one of %s", root.Line, strings.Join(resourceListVersions, ", "))
+		return nil, root, bad("line %d: apiVersion must be one of %s", root.Line, strings.Join(resourceListVersions, ", "))
 	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		k := root.Content[i]
+		k, v := root.Content[i], root.Content[i+1]
 		if k.Kind != kyaml.ScalarNode {
-			return nil, nil, bad("line %d: a key must be a plain value", k.Line)
+			return nil, root, bad("line %d: a key must be a plain value", k.Line)
 		}
 		if first, dup := seen[k.Value]; dup {
-			return nil, nil, bad("line %d: key %q already defined at line %d", k.Line, k.Value, first)
+			return nil, root, bad("line %d: key %q already defined at line %d", k.Line, k.Value, first)
 		}
 		seen[k.Value] = k.Line
+		// The items are read one by one (readSource), the functionConfig by renderconfig; any
+		// other value (metadata, results) is read here, as the one reader reads a whole
+		// ResourceList given to render: a duplicate key in it made render fail and the
+		// function succeed on the same bytes.
+		if k.Value != "items" && k.Value != "functionConfig" {
+			if _, err := yamlread.NodeValue(v); err != nil {
+				return nil, root, bad("%s: %v", k.Value, err)
+			}
+		}
 	}
 	rl := &framework.ResourceList{}
 	if items := child(root, "items"); items != nil && !isNullNode(items) {
@@ -197,11 +253,10 @@ func writeMalformed(out io.Writer, root *kyaml.Node, results framework.Results) 
 	}
 	answer := &kyaml.Node{Kind: kyaml.MappingNode}
 	if root != nil {
-		answer.Content = slices.Clone(root.Content)
-		for i := 0; i+1 < len(answer.Content); i += 2 {
-			if answer.Content[i].Value == "results" {
-				answer.Content = slices.Delete(answer.Content, i, i+2)
-				break
+		// Every results key of the input is replaced (a duplicated one too).
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if k := root.Content[i]; k.Kind != kyaml.ScalarNode || k.Value != "results" {
+				answer.Content = append(answer.Content, k, root.Content[i+1])
 			}
 		}
 	} else {
@@ -320,7 +375,13 @@ const writeBatch = 1024
 // text, each rendered one encoded, and each let go once written.
 func write(out io.Writer, rl *framework.ResourceList, texts [][]byte, items []item) error {
 	w := bufio.NewWriterSize(out, 1<<20)
-	w.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+	w.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n")
+	// No items is an empty list: "items:" alone is null, not the list the input gave.
+	if len(items) == 0 {
+		w.WriteString("items: []\n")
+	} else {
+		w.WriteString("items:\n")
+	}
 	for start := 0; start < len(items); start += writeBatch {
 		batch := items[start:min(start+writeBatch, len(items))]
 		encoded, err := encodeAll(batch, texts)

@@ -14,81 +14,141 @@ import (
 const rlHead = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
 
 // TestMalformedResourceList: every input shape is an error result, never a panic, and a
-// ResourceList the function cannot process comes back unchanged (only results added).
+// ResourceList the function cannot process comes back unchanged (only results added), its items
+// with it, as the KRM functions specification asks. Only an input holding no ResourceList that
+// can be read (not YAML, not a mapping, another kind) is answered with a ResourceList of the
+// result alone.
 func TestMalformedResourceList(t *testing.T) {
+	const item = "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n"
+	const badConfig = "functionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec: {mode: preview}\n"
 	cases := map[string]struct {
 		reason string
 		in     string
 		want   string // in the message of the one error result
-		// unchanged: the output without its results is the input (as YAML).
-		unchanged bool
+		// back is the ResourceList the answer gives back, without its results (as YAML); "" when
+		// the answer is a ResourceList of the result alone, with no items.
+		back string
 	}{
 		"TopLevelList": {
-			reason:    "echo '[1]' | sandbox-render fn panicked in krm.fileOf",
-			in:        "[1]\n",
-			want:      "the input must be a ResourceList object, not a list",
-			unchanged: false,
+			reason: "echo '[1]' | sandbox-render fn panicked in krm.fileOf",
+			in:     "[1]\n",
+			want:   "the input must be a ResourceList object, not a list",
 		},
 		"ItemIsAList": {
-			reason:    "an item - [1] panicked in krm.fileOf",
-			in:        rlHead + "items:\n- [1]\n",
-			want:      "items[0] must be an object (a mapping with apiVersion and kind), not a list",
-			unchanged: true,
+			reason: "an item - [1] panicked in krm.fileOf",
+			in:     rlHead + "items:\n- [1]\n",
+			want:   "items[0] must be an object (a mapping with apiVersion and kind), not a list",
+			back:   rlHead + "items:\n- [1]\n",
 		},
 		"SecondDocumentIsAList": {
-			reason: "a second document that is a list panicked",
-			in:     rlHead + "items: []\n---\n- [1]\n",
+			reason: "a second document that is a list panicked; the first, a ResourceList, comes back",
+			in:     rlHead + "items:\n" + item + "---\n- [1]\n",
 			want:   "the input has 2 YAML documents",
+			back:   rlHead + "items:\n" + item,
 		},
 		"TwoResourceLists": {
-			reason: "two ResourceList documents were nested as items",
-			in:     rlHead + "items: []\n---\n" + rlHead + "items: []\n",
+			reason: "two ResourceList documents were nested as items; the items of the first were then dropped",
+			in:     rlHead + "items:\n" + item + "---\n" + rlHead + "items: []\n",
 			want:   "the input has 2 YAML documents",
+			back:   rlHead + "items:\n" + item,
 		},
 		"ItemsIsANumber": {
-			reason:    "items: 5 exited 0 and dropped the items",
-			in:        rlHead + "items: 5\n",
-			want:      "items must be a list of objects, not the value \"5\"",
-			unchanged: true,
+			reason: "items: 5 exited 0 and dropped the items",
+			in:     rlHead + "items: 5\n",
+			want:   "items must be a list of objects, not the value \"5\"",
+			back:   rlHead + "items: 5\n",
 		},
 		"ItemsIsAMapping": {
-			reason:    "an items mapping was exploded into a list of its keys and values",
-			in:        rlHead + "items:\n  a: b\n  c: d\n",
-			want:      "items must be a list of objects, not a mapping",
-			unchanged: true,
+			reason: "an items mapping was exploded into a list of its keys and values",
+			in:     rlHead + "items:\n  a: b\n  c: d\n",
+			want:   "items must be a list of objects, not a mapping",
+			back:   rlHead + "items:\n  a: b\n  c: d\n",
 		},
 		"FunctionConfigIsAString": {
-			reason:    "a functionConfig must be an object",
-			in:        rlHead + "items: []\nfunctionConfig: nope\n",
-			want:      "functionConfig must be an object",
-			unchanged: true,
+			reason: "a functionConfig must be an object",
+			in:     rlHead + "items:\n" + item + "functionConfig: nope\n",
+			want:   "functionConfig must be an object",
+			back:   rlHead + "items:\n" + item + "functionConfig: nope\n",
+		},
+		"FunctionConfigInvalid": {
+			reason: "well-formed items and an invalid functionConfig: the items come back",
+			in:     rlHead + "items:\n" + item + badConfig,
+			want:   `spec.mode: Unsupported value: "preview"`,
+			back:   rlHead + "items:\n" + item + badConfig,
+		},
+		"FunctionConfigInvalidNoItems": {
+			reason: "items: [] came back as items: (null)",
+			in:     rlHead + "items: []\n" + badConfig,
+			want:   `spec.mode: Unsupported value: "preview"`,
+			back:   rlHead + "items: []\n" + badConfig,
 		},
 		"NotAResourceList": {
-			reason:    "a plain object is not a ResourceList",
-			in:        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
-			want:      "kind must be ResourceList",
-			unchanged: false,
+			reason: "a plain object is not a ResourceList: it has no items to give back",
+			in:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+			want:   "kind must be ResourceList",
+		},
+		"UnknownAPIVersion": {
+			reason: "a ResourceList of another apiVersion was answered with items: []",
+			in:     "apiVersion: config.kubernetes.io/v2\nkind: ResourceList\nitems:\n" + item,
+			want:   "apiVersion must be one of config.kubernetes.io/v1, config.kubernetes.io/v1beta1",
+			back:   "apiVersion: config.kubernetes.io/v2\nkind: ResourceList\nitems:\n" + item,
 		},
 		"DuplicateTopLevelKey": {
-			reason:    "two items keys: which one is meant?",
-			in:        rlHead + "items: []\nitems: []\n",
-			want:      `key "items" already defined at line 3`,
-			unchanged: false,
+			reason: "two items keys: which one is meant? Both come back, as they came",
+			in:     rlHead + "items:\n" + item + "items: []\n",
+			want:   `key "items" already defined at line 3`,
+			back:   rlHead + "items:\n" + item + "items: []\n",
+		},
+		"DuplicateKeyInMetadata": {
+			reason: "render refused a duplicate key outside the items, and the function took the same bytes",
+			in:     rlHead + "metadata:\n  name: a\n  name: b\nitems:\n" + item,
+			want:   `metadata: line 5: mapping key "name" already defined at line 4`,
+			back:   rlHead + "metadata:\n  name: a\n  name: b\nitems:\n" + item,
+		},
+		"DuplicateKeyInResults": {
+			reason: "the input's results are replaced, but a duplicate key there is still not YAML",
+			in:     rlHead + "items:\n" + item + "results:\n- {message: a, message: b}\n",
+			want:   `results: line 8: mapping key "message" already defined at line 8`,
+			back:   rlHead + "items:\n" + item,
 		},
 		"SyntaxError": {
-			reason: "a syntax error is a result with the line",
+			reason: "a syntax error is a result with the line; not YAML, there is nothing to give back",
 			in:     rlHead + "items:\n- a: [\n",
 			want:   "line 4",
+		},
+		"SyntaxErrorInASecondDocument": {
+			reason: "the first document, a ResourceList go-yaml reads, comes back",
+			in:     rlHead + "items:\n" + item + "---\na: [\n",
+			want:   "document 2, line 8: YAML syntax",
+			back:   rlHead + "items:\n" + item,
+		},
+		"DocumentAfterDots": {
+			reason: "kyaml's reader drops a document after ... with no ---; the ResourceList comes back",
+			in:     rlHead + "items:\n" + item + "...\napiVersion: v1\nkind: ConfigMap\n",
+			want:   "document 2, line 8: a document after a ... line (the end of the one before) must start with a --- line",
+			back:   rlHead + "items:\n" + item,
 		},
 		"UTF16": {
 			reason: "a UTF-16 ResourceList was read, its items written back as UTF-16 bytes in a UTF-8 list",
 			in:     utf16LE(rlHead + "items:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n"),
 			want:   "document 1, line 1: the input is UTF-16 (little-endian)",
 		},
+		"UTF16SecondDocument": {
+			reason: "go-yaml read a UTF-16 document after ---; the ResourceList before it comes back",
+			in:     rlHead + "items:\n" + item + "---\n" + utf16LE("kind: X\n"),
+			want:   "document 2, line 8: a UTF-16 (little-endian) byte-order mark",
+			back:   rlHead + "items:\n" + item,
+		},
+		"NULInAnItem": {
+			reason: "YAML allows no NUL byte: not YAML, nothing to give back",
+			in:     rlHead + "items:\n" + item + "  data: {k: \"a\x00b\"}\n",
+			want:   "document 1, line 7: a NUL byte, which YAML does not allow",
+		},
 		"BOMInAnItem": {
-			reason: "a byte-order mark inside the list passed through into the output",
+			reason: "a byte-order mark inside the list passed through into the output; refused, the list comes back as it came",
 			in:     rlHead + "items:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: \"a\xef\xbb\xbf\"}\n",
 			want:   "document 1, line 6: a byte-order mark (U+FEFF) inside the stream",
+			back:   rlHead + "items:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: \"a\xef\xbb\xbf\"}\n",
 		},
 		"Empty": {
 			reason: "nothing on stdin",
@@ -114,18 +174,19 @@ func TestMalformedResourceList(t *testing.T) {
 			if got.Field("results") == nil {
 				t.Errorf("%s\noutput has no results:\n%s", tc.reason, out.String())
 			}
-			if !tc.unchanged {
-				return
-			}
 			if err := got.PipeE(kyaml.Clear("results")); err != nil {
 				t.Fatal(err)
 			}
-			want, err := kyaml.Parse(tc.in)
+			back := tc.back
+			if back == "" {
+				back = rlHead + "items: []\n"
+			}
+			want, err := kyaml.Parse(back)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(want.MustString(), got.MustString()); diff != "" {
-				t.Errorf("%s\nthe input was changed (-in +out):\n%s", tc.reason, diff)
+				t.Errorf("%s\nthe answer, without its results (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
