@@ -26,7 +26,24 @@ var (
 	lossyClaimDoc = "apiVersion: extensions.agents.x-k8s.io/v1alpha1\nkind: SandboxWarmPool\nmetadata:\n  name: pool\n  namespace: ns\nspec:\n  replicas: 1\n  sandboxTemplateRef:\n    name: python\n" +
 		"---\napiVersion: extensions.agents.x-k8s.io/v1alpha1\nkind: SandboxClaim\nmetadata:\n  name: c\n  namespace: ns\nspec:\n  sandboxTemplateRef:\n    name: gpu\n  warmpool: pool\n"
 	duplicateKustomization = "resources:\n- cm.yaml\nresources:\n- other.yaml\n"
+	// Issue 37: what render took and build refused, or the other way round.
+	configMapDoc     = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+	utf16AfterSepDoc = configMapDoc + "---\n" + utf16(sandboxYAML)
+	nulDoc           = configMapDoc + "data: {k: \"a\x00b\"}\n"
+	afterDotsDoc     = configMapDoc + "...\n" + sandboxYAML
+	emptyResourceDoc = strings.Replace(restrictedConfig, "  policies:\n    packs:\n      restricted: true\n", "  resources: [{}]\n", 1)
+	badRuntimeDoc    = strings.Replace(restrictedConfig, "restricted: true", "runtimeClass: {allowed: [\"Bad Name\"]}", 1)
 )
+
+// configFiles are the trees of render, validate and build for a SandboxRender config, and the
+// function's ResourceList with it as functionConfig.
+func configFiles(config string) (map[string]map[string]string, string) {
+	return map[string]map[string]string{
+			"render": {"render.yaml": config, "sandbox.yaml": sandboxYAML}, "validate": {"render.yaml": config, "sandbox.yaml": sandboxYAML},
+			"build": {"kustomization.yaml": kustomization, "render.yaml": config, "sandbox.yaml": sandboxYAML},
+		}, strings.TrimSuffix(asResourceList(sandboxYAML), "\n") + "\nfunctionConfig:\n  " +
+			strings.ReplaceAll(strings.TrimSuffix(config, "\n"), "\n", "\n  ") + "\n"
+}
 
 // utf16 is s, ASCII, as UTF-16 little-endian with its byte-order mark.
 func utf16(s string) string {
@@ -89,6 +106,20 @@ func TestExitCodeContract(t *testing.T) {
 			stdin: "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n" +
 				"  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec:\n    mdoe: expand\n",
 			want: map[string]int{render: cli.ExitUsage, validate: cli.ExitUsage, build: cli.ExitUsage, fn: cli.ExitUsage},
+		},
+		// The function reads its own input: a ResourceList followed by the same trouble.
+		"UTF-16 after a separator": {doc: utf16AfterSepDoc, stdin: asResourceList(configMapDoc) + "---\n" + utf16(sandboxYAML), want: all(cli.ExitFailure)},
+		"NUL byte":                 {doc: nulDoc, want: all(cli.ExitFailure)},
+		"document after ...":       {doc: afterDotsDoc, stdin: asResourceList(configMapDoc) + "...\n" + sandboxYAML, want: all(cli.ExitFailure)},
+		"spec.resources: [{}]": {
+			files: func() map[string]map[string]string { f, _ := configFiles(emptyResourceDoc); return f }(),
+			stdin: func() string { _, in := configFiles(emptyResourceDoc); return in }(),
+			want:  map[string]int{render: cli.ExitUsage, validate: cli.ExitUsage, build: cli.ExitUsage, fn: cli.ExitUsage},
+		},
+		"runtimeClass not a name": {
+			files: func() map[string]map[string]string { f, _ := configFiles(badRuntimeDoc); return f }(),
+			stdin: func() string { _, in := configFiles(badRuntimeDoc); return in }(),
+			want:  map[string]int{render: cli.ExitUsage, validate: cli.ExitUsage, build: cli.ExitUsage, fn: cli.ExitUsage},
 		},
 		"duplicate key in kustomization.yaml": {
 			files: map[string]map[string]string{

@@ -43,6 +43,14 @@ var Repros = []string{
 	"\x00\x00\xfe\xff\x00\x00\x00a",
 	"apiVersion: v1\nkind: A\n---\n\xef\xbb\xbfapiVersion: v1\nkind: B\n",
 	"apiVersion: v1\nkind: A\nmetadata: {name: \"a\xef\xbb\xbf\"}\n",
+	// Issue 37: UTF-16 after a separator, with its mark and without (NUL bytes), a NUL in a value,
+	// a UTF-16 mark in a value; a document after "..." with no "---".
+	"apiVersion: v1\nkind: A\n---\n\xff\xfek\x00i\x00n\x00d\x00:\x00 \x00X\x00\n\x00",
+	"apiVersion: v1\nkind: A\n---\nk\x00i\x00n\x00d\x00:\x00 \x00X\x00\n\x00",
+	"apiVersion: v1\nkind: A\ndata: {k: \"a\x00b\"}\n",
+	"apiVersion: v1\nkind: A\ndata: {k: \"a\xff\xfeb\"}\n",
+	"apiVersion: v1\nkind: A\n...\napiVersion: v1\nkind: B\n",
+	"apiVersion: v1\nkind: A\n...\n# only a comment\n...\n---\napiVersion: v1\nkind: B\n",
 }
 
 // ResourceLists are the function's repros, as whole ResourceLists.
@@ -61,19 +69,32 @@ var ResourceLists = []string{
 	// Lines of spaces inside a literal block: content, which the item-by-item reading and the
 	// passed-through text once turned into empty lines.
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data:\n    k: |\n      a\n        \n \n      b\n",
+	// Issue 37: a malformed ResourceList gives its items back: a duplicate key outside the items
+	// (which render refused and the function took), another apiVersion, a second document in
+	// UTF-16, a document after "...", a syntax error after the list; a NUL in an item; an invalid
+	// functionConfig with items: [], which came back as items: (null).
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nmetadata:\n  name: a\n  name: b\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\nresults:\n- {message: a, message: b}\n",
+	"apiVersion: config.kubernetes.io/v2\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n---\n\xff\xfek\x00i\x00n\x00d\x00:\x00 \x00X\x00\n\x00",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n...\napiVersion: v1\nkind: ConfigMap\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n---\na: [\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data: {k: \"a\x00b\"}\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec: {resources: [{}], policies: {packs: {runtimeClass: {allowed: [\"Bad Name\"]}}}}\n",
 }
 
-// GoldenInputs are the input files of the golden render cases, each as one stream.
+// GoldenInputs are the input files of the golden render cases and of the bad inputs (the files
+// of a bad-input directory included), each as one stream.
 func GoldenInputs() []string {
 	_, self, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(self), "..", "..", "golden", "testdata")
 	var out []string
-	for _, pattern := range []string{"render/*/*.yaml", "bad-input/*.yaml"} {
+	for _, pattern := range []string{"render/*/*.yaml", "bad-input/*.yaml", "bad-input/*/*.yaml"} {
 		files, _ := filepath.Glob(filepath.Join(root, pattern))
 		sort.Strings(files)
 		for _, f := range files {
 			switch filepath.Base(f) {
-			case "expected.yaml", "config.yaml":
+			case "expected.yaml", "config.yaml", "kustomization.yaml":
 				continue
 			}
 			if b, err := os.ReadFile(f); err == nil && len(b) < 64<<10 {
