@@ -145,14 +145,15 @@ func (r *ClaimReconciler) observe(ctx context.Context, claim *extv1beta1.Sandbox
 
 // candidates are the pool's members a claim may be offered and the claims of the pool, from the
 // cache, less those whose cached version a write of ours has moved past (stale) and the members
-// another claim's adoption is in flight on.
+// another claim's adoption is in flight on; and the order the informer listed the members in.
 func (r *ClaimReconciler) candidates(claim *extv1beta1.SandboxClaim, f *render.ClaimFound) {
 	e := r.x.expect
 	pool := f.Pool.Pool.Name
 	f.Claims = current(e, func(ns, name string) objectKey { return statusKey(keyOf(extv1beta1.SandboxClaimKind, ns, name)) },
 		r.claims.list(claim.Namespace+"/"+pool), "")
-	f.Members = current(e, func(ns, name string) objectKey { return keyOf(agentsv1beta1.SandboxKind, ns, name) },
-		r.members.list(claim.Namespace+"/"+render.NameHash(pool)), claim.UID)
+	members, arrival := r.members.listArrivals(claim.Namespace + "/" + render.NameHash(pool))
+	f.Members = current(e, func(ns, name string) objectKey { return keyOf(agentsv1beta1.SandboxKind, ns, name) }, members, claim.UID)
+	f.Arrival = arrival
 }
 
 // claimedSandbox finds the Sandbox a claim controls: from the cache by its claim-uid label, and

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,7 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
@@ -191,4 +195,68 @@ func readyMessage(c *extv1beta1.SandboxClaim) string {
 		}
 	}
 	return ""
+}
+
+// TestClaimAdoptsFirstCreatedMember: a claim adopts the member of its pool created first, as
+// upstream's candidate queue (fed by its informer's add events) hands it out, when the members
+// were created in one second out of the order of their ordinals, as parallel batches create
+// them. The pool's own controller is off, so that the test creates the members, as the pool
+// would, in the order it chooses: ordinals 2, 0, 1.
+func TestClaimAdoptsFirstCreatedMember(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{Controllers: []string{"sandbox", "sandboxtemplate", "sandboxclaim", "sandboxrender"}})
+	create(t, template(ns, "python"))
+	create(t, warmPool(ns, "python-pool", "python", 3))
+	tpl, pool := &extv1beta1.SandboxTemplate{}, &extv1beta1.SandboxWarmPool{}
+	if err := get(ns, "python", tpl); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(ns, "python-pool", pool); err != nil {
+		t.Fatal(err)
+	}
+	hashes, err := render.TemplateHashes(tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := render.PoolMemberNames(ns, pool.Name, 3, nil)
+	order := []string{names[2], names[0], names[1]}
+	// Within one second, so that creationTimestamp cannot tell them apart: start just after a
+	// second begins (three creates on a local API server take milliseconds).
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+	for _, name := range order { // applied as the pool's controller creates members
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(render.PoolSandbox(pool, tpl, name, hashes, render.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		unstructured.RemoveNestedField(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		if err := admin.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(controller.FieldManager)); err != nil {
+			t.Fatalf("applying member %s: %v", name, err)
+		}
+	}
+	var created []metav1.Time
+	eventually(t, time.Minute, "the three members Ready", func() error {
+		members, ready, err := poolMembers(ns, pool.Name)
+		if err != nil {
+			return err
+		}
+		if len(members) != 3 || ready != 3 {
+			return fmt.Errorf("%d members, %d Ready", len(members), ready)
+		}
+		created = created[:0]
+		for _, m := range members {
+			created = append(created, m.CreationTimestamp)
+		}
+		return nil
+	})
+	if !created[0].Equal(&created[1]) || !created[1].Equal(&created[2]) {
+		t.Fatalf("the members were created in different seconds (%v): creationTimestamp orders them, and the test proves nothing", created)
+	}
+	create(t, sandboxClaim(ns, "first", pool.Name))
+	got := waitClaim(t, ns, "first", metav1.ConditionTrue, "")
+	if got.Status.SandboxStatus.Name != order[0] {
+		t.Errorf("the claim adopted %q; the first member created is %q (created in the order %v; ordinals %v)",
+			got.Status.SandboxStatus.Name, order[0], order, names)
+	}
 }

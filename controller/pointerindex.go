@@ -12,27 +12,47 @@ import (
 // cache List copies each object into the list it returns, and a pool of a thousand members read
 // by every pass of a burst of claims was most of the controller's CPU, with the API server
 // waiting for the same cores.
+//
+// It also numbers the objects in the order they came under their key (arrival): the order of
+// the informer's events, which is the order upstream's candidate queue is fed in
+// (render.ClaimFound.Arrival).
 type pointerIndex[T client.Object] struct {
 	key func(T) string
 
-	mu sync.RWMutex
-	by map[string]map[string]T // key → namespace/name → object
+	mu   sync.RWMutex
+	by   map[string]map[string]indexed[T] // key → namespace/name → object
+	next uint64                           // the next arrival number
+}
+
+// indexed is an object of the index and the number of its arrival under its key.
+type indexed[T client.Object] struct {
+	obj     T
+	arrival uint64
 }
 
 func newPointerIndex[T client.Object](key func(T) string) *pointerIndex[T] {
-	return &pointerIndex[T]{key: key, by: map[string]map[string]T{}}
+	return &pointerIndex[T]{key: key, by: map[string]map[string]indexed[T]{}}
 }
 
 // list is the objects under key, in no order (render orders what it reads). They are the
 // cache's: never modified.
 func (ix *pointerIndex[T]) list(key string) []T {
+	objs, _ := ix.listArrivals(key)
+	return objs
+}
+
+// listArrivals is list with each object's arrival under key, by name (a key's objects share a
+// namespace).
+func (ix *pointerIndex[T]) listArrivals(key string) ([]T, map[string]uint64) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	out := make([]T, 0, len(ix.by[key]))
-	for _, o := range ix.by[key] {
-		out = append(out, o)
+	arrivals := make(map[string]uint64, len(ix.by[key]))
+	for _, e := range ix.by[key] {
+		out = append(out, e.obj)
+		arrivals[e.obj.GetName()] = e.arrival
 	}
-	return out
+	return out, arrivals
 }
 
 // handler keeps the index as the informer's store changes.
@@ -53,13 +73,19 @@ func (ix *pointerIndex[T]) set(obj any)    { ix.update(nil, obj) }
 func (ix *pointerIndex[T]) remove(obj any) { ix.update(obj, nil) }
 
 // update takes old out of the index and puts obj in (either may be nil), in one step, so that a
-// reader never misses an object that stays under its key.
+// reader never misses an object that stays under its key. An object that stays under its key
+// keeps its arrival; one new under a key gets the next.
 func (ix *pointerIndex[T]) update(old, obj any) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	kept := map[string]uint64{} // key → arrival of old there
 	if o, ok := old.(T); ok {
 		if k := ix.key(o); k != "" {
-			delete(ix.by[k], o.GetNamespace()+"/"+o.GetName())
+			name := o.GetNamespace() + "/" + o.GetName()
+			if e, ok := ix.by[k][name]; ok {
+				kept[k] = e.arrival
+			}
+			delete(ix.by[k], name)
 			if len(ix.by[k]) == 0 {
 				delete(ix.by, k)
 			}
@@ -68,9 +94,14 @@ func (ix *pointerIndex[T]) update(old, obj any) {
 	if o, ok := obj.(T); ok {
 		if k := ix.key(o); k != "" {
 			if ix.by[k] == nil {
-				ix.by[k] = map[string]T{}
+				ix.by[k] = map[string]indexed[T]{}
 			}
-			ix.by[k][o.GetNamespace()+"/"+o.GetName()] = o
+			arrival, stays := kept[k]
+			if !stays {
+				arrival = ix.next
+				ix.next++
+			}
+			ix.by[k][o.GetNamespace()+"/"+o.GetName()] = indexed[T]{o, arrival}
 		}
 	}
 }

@@ -398,10 +398,16 @@ type claimPlan struct {
 // planClaim runs render.PlanClaim as the controller does, on what a controller would find in the
 // input: the Sandbox the claim controls, its pool and template, the pool's members and claims
 // (by the controller's indexes: the warm-pool label, spec.warmPoolRef) and the Sandbox under the
-// claim's name when render.ClaimNameToRead asks for it. A claim named in config.yaml's adopt
-// must adopt that member.
+// claim's name when render.ClaimNameToRead asks for it, and the members' arrival order when
+// config.yaml gives one. A claim named in config.yaml's adopt must adopt that member.
 func planClaim(c *extv1beta1.SandboxClaim, b *manifest.Bundle, cfg goldencase.Config, opts render.Options) (claimPlan, error) {
 	found := render.ClaimFound{Pool: render.ResolveClaim(c, b.Pools, b.Templates)}
+	if len(cfg.Arrival) > 0 {
+		found.Arrival = map[string]uint64{}
+		for i, name := range cfg.Arrival {
+			found.Arrival[name] = uint64(i)
+		}
+	}
 	for _, sb := range b.Sandboxes {
 		if sb.Namespace != c.Namespace {
 			continue

@@ -28,6 +28,10 @@ type ClaimFound struct {
 	Members []*agentsv1beta1.Sandbox
 	// Claims are the claims of the pool, for the claim's rank among those waiting (ClaimRank).
 	Claims []*extv1beta1.SandboxClaim
+	// Arrival is the order the controller's informer first listed each member under the pool
+	// (member name → a sequence number, smaller first): upstream's candidate queue is fed by the
+	// same events in the same order. Nil where no informer ran; members then rank by name.
+	Arrival map[string]uint64
 	// Named is the Sandbox found under ClaimSandboxName when the controller read it
 	// (ClaimNameToRead, or a create of that name refused), nil if none.
 	Named *agentsv1beta1.Sandbox
@@ -173,7 +177,7 @@ func (p *ClaimPlan) acquire(claim *extv1beta1.SandboxClaim, found ClaimFound, no
 	// is what the claim gets: taken over below, never a warm member adopted beside it, which
 	// would leave two running Pods where the preview shows one.
 	if !ClaimOwnsRender(claim, found.Named) && ClaimTriesWarm(claim, cp, cerr) {
-		cands := ClaimWarmCandidates(claim, cp, found.Members, ClaimRank(claim, found.Claims), opts)
+		cands := ClaimWarmCandidates(claim, cp, found.Members, ClaimRank(claim, found.Claims), found.Arrival, opts)
 		if len(cands.Adoptable) > 0 {
 			member := cands.Adoptable[0]
 			adopted, aerr := AdoptWarmSandbox(member, claim, cp.Template)

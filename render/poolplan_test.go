@@ -246,7 +246,7 @@ func TestClaimWarmCandidates(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := ClaimWarmCandidates(claimOn("pool", "1"), tc.cp, tc.members, 7, Options{})
+			got := ClaimWarmCandidates(claimOn("pool", "1"), tc.cp, tc.members, 7, nil, Options{})
 			var gotNames []string
 			for _, sb := range got.Adoptable {
 				gotNames = append(gotNames, sb.Name)
@@ -286,7 +286,7 @@ func TestClaimWarmCandidatesSpread(t *testing.T) {
 	listed := append([]*extv1beta1.SandboxClaim{bound}, claims[4], claims[2], claims[0], claims[3], claims[1])
 	var first []string
 	for _, c := range claims {
-		got := ClaimWarmCandidates(c, ClaimPool{Pool: pool, Template: tpl}, members, ClaimRank(c, listed), Options{})
+		got := ClaimWarmCandidates(c, ClaimPool{Pool: pool, Template: tpl}, members, ClaimRank(c, listed), nil, Options{})
 		first = append(first, got.Adoptable[0].Name)
 	}
 	if diff := cmp.Diff([]string{"m0", "m1", "m2", "m3", "m4"}, first); diff != "" {
@@ -461,10 +461,60 @@ func TestShadowPoolName(t *testing.T) {
 	}
 }
 
-// TestClaimWarmCandidatesFirstCreated: as upstream, a claim takes the pool's first-created Ready
-// member. Members created in the same second (a fresh pool) are ordered by creation, the ordinal
-// PoolMemberNames gave them, not by name: by name, one claim on a fresh pool of two took the
-// second member whenever its name sorted first.
+// TestClaimWarmCandidatesArrival: members created in the same second go in the order the
+// controller's informer listed them (upstream's queue order), whatever their ordinals and names;
+// a member the informer has not listed goes after those it has; an older member still goes first.
+func TestClaimWarmCandidatesArrival(t *testing.T) {
+	tpl := poolTemplate("python:3.12")
+	pool := testPool(3, "")
+	names := PoolMemberNames(pool.Namespace, pool.Name, 3, nil) // ordinals 0, 1, 2
+	for name, tc := range map[string]struct {
+		arrival map[string]uint64
+		age     map[string]time.Duration // default a minute
+		want    []string
+	}{
+		"created out of ordinal order": {
+			arrival: map[string]uint64{names[2]: 7, names[0]: 8, names[1]: 9},
+			want:    []string{names[2], names[0], names[1]},
+		},
+		"one not listed yet goes last": {
+			arrival: map[string]uint64{names[1]: 3, names[2]: 4},
+			want:    []string{names[1], names[2], names[0]},
+		},
+		"no informer: ordinal order": {
+			want: []string{names[0], names[1], names[2]},
+		},
+		"an older member first, whatever its arrival": {
+			arrival: map[string]uint64{names[2]: 1, names[0]: 2, names[1]: 3},
+			age:     map[string]time.Duration{names[1]: time.Hour},
+			want:    []string{names[1], names[2], names[0]},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var members []*agentsv1beta1.Sandbox
+			for _, n := range []string{names[1], names[0], names[2]} { // listed in neither order
+				age := time.Minute
+				if a, ok := tc.age[n]; ok {
+					age = a
+				}
+				members = append(members, member(pool, tpl, n, age, ready))
+			}
+			got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, tc.arrival, Options{})
+			var gotNames []string
+			for _, sb := range got.Adoptable {
+				gotNames = append(gotNames, sb.Name)
+			}
+			if diff := cmp.Diff(tc.want, gotNames); diff != "" {
+				t.Errorf("candidates (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestClaimWarmCandidatesFirstCreated: with no informer's arrival order (a render), members
+// created in the same second are ordered by the ordinal PoolMemberNames gave them, not by name:
+// by name, one claim on a fresh pool of two took the second member whenever its name sorted
+// first.
 func TestClaimWarmCandidatesFirstCreated(t *testing.T) {
 	tpl := poolTemplate("python:3.12")
 	pool := testPool(2, "")
@@ -487,7 +537,7 @@ func TestClaimWarmCandidatesFirstCreated(t *testing.T) {
 		for _, n := range listed {
 			members = append(members, member(pool, tpl, n, time.Minute, ready))
 		}
-		got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, Options{})
+		got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, nil, Options{})
 		var gotNames []string
 		for _, sb := range got.Adoptable {
 			gotNames = append(gotNames, sb.Name)
@@ -498,7 +548,7 @@ func TestClaimWarmCandidatesFirstCreated(t *testing.T) {
 	}
 	// An older member still comes first, whatever its ordinal.
 	members := []*agentsv1beta1.Sandbox{member(pool, tpl, first, time.Minute, ready), member(pool, tpl, second, time.Hour, ready)}
-	got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, Options{})
+	got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, nil, Options{})
 	if got.Adoptable[0].Name != second {
 		t.Errorf("the older member %s is not first: %s", second, got.Adoptable[0].Name)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -82,9 +83,10 @@ func ClaimRank(claim *extv1beta1.SandboxClaim, claims []*extv1beta1.SandboxClaim
 
 // ClaimWarmCandidates orders the members of a claim's pool for adoption. Under a Recreate pool a
 // stale member is never handed out. Within each group members go oldest first (a FIFO, like
-// upstream's queue), and the Ready group starts at the claim's rank (ClaimRank), so claims
+// upstream's queue; arrival is the order a controller's informer listed them, see
+// ClaimFound.Arrival), and the Ready group starts at the claim's rank (ClaimRank), so claims
 // arriving together try different members first instead of all racing for one.
-func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members []*agentsv1beta1.Sandbox, rank int, opts Options) WarmCandidates {
+func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members []*agentsv1beta1.Sandbox, rank int, arrival map[string]uint64, opts Options) WarmCandidates {
 	var out WarmCandidates
 	if cp.Pool == nil {
 		return out
@@ -114,11 +116,15 @@ func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members [
 			networked = append(networked, sb)
 		}
 	}
-	// Upstream hands out the first-created member. creationTimestamp has one-second resolution,
-	// so members created in the same second (a fresh pool, always) are told apart by creation
-	// order: the ordinal of their name in PoolMemberNames, which creates them in that order.
+	// Upstream hands out the member its candidate queue holds first: a FIFO fed by its informer's
+	// add events. creationTimestamp has one-second resolution, so members created in the same
+	// second (a fresh pool, always) are told apart by the order an informer listed them
+	// (arrival): a watch delivers events in resourceVersion order, which is the order of the
+	// creates, and after a restart both controllers rebuild it from the same initial list. The
+	// ordinal of a name in PoolMemberNames is not that order: members are created in parallel
+	// batches. It decides only between members no informer listed (a render, which has none).
 	order := memberOrder(claim.Namespace, cp.Pool.Name, len(ready)+len(networked))
-	ready, networked = oldestFirst(ready, order), oldestFirst(networked, order)
+	ready, networked = oldestFirst(ready, arrival, order), oldestFirst(networked, arrival, order)
 	if len(ready) > 1 {
 		k := rank % len(ready)
 		ready = append(ready[k:], ready[:k]...)
@@ -127,19 +133,26 @@ func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members [
 	return out
 }
 
-// oldestFirst sorts members by creation, then by their creation order in the pool (order), then
-// by name; each member's order is looked up once, not on every comparison.
-func oldestFirst(members []*agentsv1beta1.Sandbox, order func(string) int) []*agentsv1beta1.Sandbox {
+// oldestFirst sorts members by creation, then by arrival (a member with none after those with
+// one), then by their place in PoolMemberNames (order), then by name; each member's keys are
+// looked up once, not on every comparison.
+func oldestFirst(members []*agentsv1beta1.Sandbox, arrival map[string]uint64, order func(string) int) []*agentsv1beta1.Sandbox {
 	type keyed struct {
-		sb    *agentsv1beta1.Sandbox
-		order int
+		sb      *agentsv1beta1.Sandbox
+		arrival uint64
+		order   int
 	}
 	ks := make([]keyed, len(members))
 	for i, m := range members {
-		ks[i] = keyed{m, order(m.Name)}
+		a, ok := arrival[m.Name]
+		if !ok {
+			a = math.MaxUint64
+		}
+		ks[i] = keyed{m, a, order(m.Name)}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
-		return cmp.Or(a.sb.CreationTimestamp.Compare(b.sb.CreationTimestamp.Time), cmp.Compare(a.order, b.order), strings.Compare(a.sb.Name, b.sb.Name))
+		return cmp.Or(a.sb.CreationTimestamp.Compare(b.sb.CreationTimestamp.Time), cmp.Compare(a.arrival, b.arrival),
+			cmp.Compare(a.order, b.order), strings.Compare(a.sb.Name, b.sb.Name))
 	})
 	for i, k := range ks {
 		members[i] = k.sb

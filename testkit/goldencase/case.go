@@ -29,6 +29,10 @@ type Config struct {
 	// Adopt names warm Sandboxes to be adopted by claims (plan cases only): claim name → Sandbox
 	// name, in the namespace of the claim.
 	Adopt map[string]string `json:"adopt,omitempty"`
+	// Arrival is the order the controller's informer listed the pools' members in, first first
+	// (plan cases only; render.ClaimFound.Arrival): it tells apart members created in the same
+	// second. Members it does not name rank after those it does.
+	Arrival []string `json:"arrival,omitempty"`
 	// Options are render options: policies, allowed label domains, warm pool eviction.
 	Options *Options `json:"options,omitempty"`
 	// KeepSourceVersions writes v1alpha1 sources as they are instead of converted to v1beta1.
