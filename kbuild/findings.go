@@ -32,8 +32,26 @@ type placer struct {
 	// read are the files the build read, by absolute path; docs those read as objects, and
 	// nodes the documents read again to find a field's line.
 	read  map[string][]byte
-	docs  map[string][]yamlread.Document
+	docs  map[string]fileDocs
 	nodes map[docKey]*yamlread.Node
+}
+
+// fileDocs are the documents of a file read as objects, and which of them have each kind and
+// name: a search of the file per finding made n findings in one file cost n² (issue 37).
+type fileDocs struct {
+	docs   []yamlread.Document
+	byName map[kindName][]int
+}
+
+type kindName struct{ kind, name string }
+
+func newFileDocs(docs []yamlread.Document) fileDocs {
+	f := fileDocs{docs: docs, byName: make(map[kindName][]int, len(docs))}
+	for i, d := range docs {
+		k := kindName{d.Object.GetKind(), d.Object.GetName()}
+		f.byName[k] = append(f.byName[k], i)
+	}
+	return f
 }
 
 // docKey is a document of a file the build read: its absolute path and 1-based index.
@@ -43,7 +61,7 @@ type docKey struct {
 }
 
 func newPlacer(dir string, read []source) *placer {
-	p := &placer{dir: dir, read: make(map[string][]byte, len(read)), docs: map[string][]yamlread.Document{}, nodes: map[docKey]*yamlread.Node{}}
+	p := &placer{dir: dir, read: make(map[string][]byte, len(read)), docs: map[string]fileDocs{}, nodes: map[docKey]*yamlread.Node{}}
 	for _, s := range read {
 		p.read[s.path] = s.data
 	}
@@ -91,25 +109,24 @@ func (p *placer) locate(path string, ref *kyaml.ResourceIdentifier, field string
 	if ref == nil || len(p.roots) == 0 || filepath.IsAbs(path) {
 		return 0, 0
 	}
-	var docs []yamlread.Document
+	var f fileDocs
 	var file string
 	for _, root := range p.roots {
 		file = filepath.Join(root, path)
 		if d, ok := p.docs[file]; ok {
-			docs = d
+			f = d
 			break
 		}
 		if data, ok := p.read[file]; ok {
-			docs, _ = yamlread.Read(file, data) // read once already, as render reads it
-			p.docs[file] = docs
+			docs, _ := yamlread.Read(file, data) // read once already, as render reads it
+			f = newFileDocs(docs)
+			p.docs[file] = f
 			break
 		}
 	}
 	var named, same []yamlread.Document
-	for _, d := range docs {
-		if d.Object.GetKind() != ref.Kind || d.Object.GetName() != ref.Name {
-			continue
-		}
+	for _, i := range f.byName[kindName{ref.Kind, ref.Name}] {
+		d := f.docs[i]
 		named = append(named, d)
 		if d.Object.GetNamespace() == ref.Namespace {
 			same = append(same, d)
