@@ -79,6 +79,8 @@ golden: ## Rewrite the golden files from the current render (review the diff lik
 bench: ## Run the benchmarks (figures go into the README); the scale table runs kustomize up to 1,000 members (~1 min).
 	go test -run '^$$' -bench . -benchmem -cpu 1 ./render/...
 	go test -run '^$$' -bench 'Function' -benchtime 3x ./cmd/sandbox-render/
+	# render and the function in process on each input kind at 1k-20k items; README's table adds 200k: SANDBOX_BENCH_ITEMS=1000,10000,20000,200000 and -benchtime 1x.
+	go test -run '^$$' -bench 'RenderVsFn' -benchmem -benchtime 3x -timeout 30m ./cmd/sandbox-render/
 	go test -run '^$$' -bench 'BuildScale' -benchtime 1x -timeout 30m ./cmd/sandbox-render/
 	go test -run '^$$' -bench 'ManyKeys' -benchtime 1x ./cmd/sandbox-render/
 	go test -run '^$$' -bench 'LargeCommand' -benchmem -benchtime 1x ./cmd/sandbox-render/
