@@ -361,6 +361,12 @@ func (x *executor) remember(obj client.Object, key objectKey, s render.Step, o O
 	switch {
 	case s.Manager == render.ManagerUpstreamAnnotations:
 		x.expect.applied(key, obj.GetUID(), s.Intent.Object.GetAnnotations())
+		if key == owner {
+			// The pass's own object moved past the version it read: a status write on that
+			// version would be refused with a conflict until the cache shows the annotations
+			// (render.ClaimPlan holds a claim's Ready status behind them).
+			x.expect.wroteOn(statusKey(key), objectKey{}, "", obj.GetResourceVersion())
+		}
 	case o == Deleted:
 		x.expect.deleted(key, owner, x.clock())
 	case o == Created:

@@ -1,13 +1,17 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
@@ -21,7 +25,8 @@ var upstreamKeys = []string{agentsv1beta1.SandboxPodNameAnnotation, extv1beta1.A
 // TestUpstreamAnnotations: with --upstream-annotations a warm claim, a cold claim and their
 // Sandboxes carry upstream's four annotations with upstream's values, applied under their own
 // field manager (the Sandboxes' spec stays ours); without the switch, none; with
-// --disable-claim-observability-annotations, no timing ones.
+// --disable-claim-observability-annotations, no timing ones. No version of a claim a watch shows
+// is Ready without the annotations asked for.
 func TestUpstreamAnnotations(t *testing.T) {
 	for name, tc := range map[string]struct {
 		u          render.UpstreamAnnotations
@@ -40,6 +45,17 @@ func TestUpstreamAnnotations(t *testing.T) {
 			}))
 			create(t, warmPool(ns, "pool", "python", 1))
 			waitPoolReady(t, ns, "pool", 1)
+			// Every version of the claims a watch shows, to check that none is Ready without
+			// upstream's annotations: its clients read them the moment they see Ready.
+			wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := wc.Watch(context.Background(), &extv1beta1.SandboxClaimList{}, client.InNamespace(ns))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
 			start := time.Now()
 			create(t, sandboxClaim(ns, "warm", "pool"))
 			create(t, sandboxClaim(ns, "cold", "pool", func(c *extv1beta1.SandboxClaim) {
@@ -107,6 +123,30 @@ func TestUpstreamAnnotations(t *testing.T) {
 				return nil
 			}
 			eventually(t, time.Minute, "upstream's annotations as asked", check)
+			readySeen := map[string]bool{}
+			for len(readySeen) < 2 {
+				var ev watch.Event
+				select {
+				case ev = <-w.ResultChan():
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the watch showed %v Ready, not both claims", readySeen)
+				}
+				c, ok := ev.Object.(*extv1beta1.SandboxClaim)
+				if !ok || !meta.IsStatusConditionTrue(c.Status.Conditions, agentsv1beta1.ConditionReady) {
+					continue
+				}
+				readySeen[c.Name] = true
+				var missing []string
+				if tc.wantTiming && (c.Annotations[render.ClaimFirstObservedAnnotation] == "" || c.Annotations[render.ClaimFirstReadyAnnotation] == "") {
+					missing = append(missing, "timing")
+				}
+				if tc.wantNames && c.Name == "warm" && c.Annotations[extv1beta1.AssignedSandboxNameAnnotation] == "" {
+					missing = append(missing, extv1beta1.AssignedSandboxNameAnnotation)
+				}
+				if len(missing) > 0 {
+					t.Errorf("claim %s is Ready (resourceVersion %s) without upstream's %v: a client that waits for Ready reads them then", c.Name, c.ResourceVersion, missing)
+				}
+			}
 			if !tc.wantNames {
 				// None comes later either.
 				settle(t, 10*time.Second)

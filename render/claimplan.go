@@ -247,15 +247,33 @@ func (p *ClaimPlan) status(claim *extv1beta1.SandboxClaim, in ClaimStatusInputs,
 	}
 }
 
-// upstreamAnnotations applies upstream's annotations to the claim, when asked for, after its
-// status: off the way to it.
+// upstreamAnnotations applies upstream's annotations to the claim, when asked for. Usually after
+// its status, off the way to it; but never after the status write that turns the claim Ready:
+// upstream's clients (its e2e suite, its SDKs) read the annotations the moment they see Ready,
+// so they go first, and that status waits for the next pass, which the annotations' own watch
+// event brings (its lock is the claim's resourceVersion, which their write moves). That costs a
+// warm claim one pass and one watch round trip, only with the switch on.
 func (p *ClaimPlan) upstreamAnnotations(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, opts Options) {
 	seen := *claim // the claim as far as this controller knows, with the annotations it applied
 	seen.Annotations = overlay(claim.Annotations, found.Annotations)
-	if ann := ClaimUpstreamAnnotations(&seen, p.Sandbox, p.Status, now, opts.Upstream); ann != nil {
-		p.After = append(p.After, annotationsStep(extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind), claim.Namespace, claim.Name, ann))
+	ann := ClaimUpstreamAnnotations(&seen, p.Sandbox, p.Status, now, opts.Upstream)
+	if ann == nil {
+		return
 	}
+	step := annotationsStep(extv1beta1.GroupVersion.WithKind(extv1beta1.SandboxClaimKind), claim.Namespace, claim.Name, ann)
+	if p.WriteStatus && meta.IsStatusConditionTrue(p.Status.Conditions, agentsv1beta1.ConditionReady) &&
+		!meta.IsStatusConditionTrue(claim.Status.Conditions, agentsv1beta1.ConditionReady) {
+		p.Steps = append(p.Steps, step)
+		p.WriteStatus, p.StatusEvents = false, nil
+		p.requeue(AnnotationsBeforeReadyRecheck)
+		return
+	}
+	p.After = append(p.After, step)
 }
+
+// AnnotationsBeforeReadyRecheck is when a claim whose Ready status waits behind upstream's
+// annotations is looked at again should their watch event not come.
+const AnnotationsBeforeReadyRecheck = time.Second
 
 // claimStatusEvents are the events of a claim's status write, as upstream records them: its
 // ClaimExpired event the first time the status says so, and a Warning for an error when its

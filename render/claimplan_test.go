@@ -63,12 +63,31 @@ func TestPlanClaim(t *testing.T) {
 		Requeue      time.Duration
 		Launch       string
 	}
+	upstream := Options{Upstream: UpstreamAnnotations{Enabled: true, ClaimTiming: true}}
+	annotated := func(c *extv1beta1.SandboxClaim) {
+		c.Annotations = map[string]string{ClaimFirstObservedAnnotation: "2026-06-01T11:59:59Z", ClaimFirstReadyAnnotation: "2026-06-01T12:00:00Z"}
+	}
 	cases := map[string]struct {
 		reason string
 		claim  *extv1beta1.SandboxClaim
 		found  func(c *extv1beta1.SandboxClaim) ClaimFound
+		opts   Options
 		want   summary
 	}{
+		"upstream annotations before Ready": {
+			reason: "with --upstream-annotations a client that sees Ready must see upstream's annotations: they go first, and the Ready status waits for the next pass",
+			claim:  claim(young),
+			found:  func(c *extv1beta1.SandboxClaim) ClaimFound { return ClaimFound{Pool: cp, Sandbox: owned(c)} },
+			opts:   upstream,
+			want:   summary{Steps: []string{"Update SandboxClaim claim-a"}, Status: agentsv1beta1.ReasonDependenciesReady, Requeue: AnnotationsBeforeReadyRecheck, Launch: agentsv1beta1.SandboxLaunchTypeCold},
+		},
+		"upstream annotations there: Ready": {
+			reason: "once the annotations are on the claim (or applied by this controller), the Ready status is written",
+			claim:  claim(young, annotated),
+			found:  func(c *extv1beta1.SandboxClaim) ClaimFound { return ClaimFound{Pool: cp, Sandbox: owned(c)} },
+			opts:   upstream,
+			want:   summary{Status: agentsv1beta1.ReasonDependenciesReady, WriteStatus: true, Launch: agentsv1beta1.SandboxLaunchTypeCold},
+		},
 		"warm ready": {
 			reason: "a Ready member is adopted on its resourceVersion, and the claim is Ready at once",
 			claim:  claim(young),
@@ -186,7 +205,7 @@ func TestPlanClaim(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			plan := PlanClaim(tc.claim, tc.found(tc.claim), planNow, Options{})
+			plan := PlanClaim(tc.claim, tc.found(tc.claim), planNow, tc.opts)
 			got := summary{WriteStatus: plan.WriteStatus, Requeue: plan.RequeueAfter.Duration, Launch: plan.LaunchType}
 			for _, s := range plan.Steps {
 				got.Steps = append(got.Steps, describeStep(s))
