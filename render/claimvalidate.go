@@ -40,30 +40,10 @@ func ValidateClaim(c *extv1beta1.SandboxClaim) field.ErrorList {
 			errs = append(errs, field.Required(from.Child("secretKeyRef"), "exactly one of secretKeyRef and configMapKeyRef must be set"))
 		}
 		if s != nil {
-			errs = append(errs, validateKeyRef(from.Child("secretKeyRef"), "Secret", s.Name, s.Key)...)
+			errs = append(errs, validateEnvKeyRef(from.Child("secretKeyRef"), "Secret", s.Name, s.Key)...)
 		}
 		if cm != nil {
-			errs = append(errs, validateKeyRef(from.Child("configMapKeyRef"), "ConfigMap", cm.Name, cm.Key)...)
-		}
-	}
-	return errs
-}
-
-// validateKeyRef is the API server's Pod validation of a Secret or ConfigMap key reference.
-func validateKeyRef(p *field.Path, kind, name, key string) field.ErrorList {
-	var errs field.ErrorList
-	if name == "" {
-		errs = append(errs, field.Required(p.Child("name"), "the "+kind+" in the claim's namespace to read the variable from"))
-	} else {
-		for _, msg := range validation.IsDNS1123Subdomain(name) {
-			errs = append(errs, field.Invalid(p.Child("name"), name, kind+" name: "+msg))
-		}
-	}
-	if key == "" {
-		errs = append(errs, field.Required(p.Child("key"), "the key of the "+kind+" to read the variable from"))
-	} else {
-		for _, msg := range validation.IsConfigMapKey(key) {
-			errs = append(errs, field.Invalid(p.Child("key"), key, msg))
+			errs = append(errs, validateEnvKeyRef(from.Child("configMapKeyRef"), "ConfigMap", cm.Name, cm.Key)...)
 		}
 	}
 	return errs

@@ -40,7 +40,7 @@ func TestValidateClaimEnv(t *testing.T) {
 			[]string{"spec.env[0].valueFrom.secretKeyRef: Required value: exactly one of secretKeyRef and configMapKeyRef must be set"}},
 		"missing name and key": {"the Pod would be refused", extv1beta1.EnvVar{Name: "A", ValueFrom: secret("", "")},
 			[]string{
-				"spec.env[0].valueFrom.secretKeyRef.name: Required value: the Secret in the claim's namespace to read the variable from",
+				"spec.env[0].valueFrom.secretKeyRef.name: Required value: the Secret in the Pod's namespace to read the variable from",
 				"spec.env[0].valueFrom.secretKeyRef.key: Required value: the key of the Secret to read the variable from",
 			}},
 		"invalid name and key": {"the Pod would be refused", extv1beta1.EnvVar{Name: "A", ValueFrom: secret("Not_A_Name", "a key")},
