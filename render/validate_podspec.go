@@ -45,7 +45,15 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, validatePodSecurityContext(spec.SecurityContext, path.Child("securityContext"))...)
 	}
 
-	// ValidatePodSpec: names of other objects the Pod refers to. serviceAccount is the deprecated
+	errs = append(errs, validatePodSpecNames(spec, path)...)
+	return append(errs, validatePodSpecLists(spec, path)...)
+}
+
+// validatePodSpecNames follows ValidatePodSpec on the names a Pod holds: of the objects it refers
+// to, its hostname and subdomain; and its deadline and tolerations.
+func validatePodSpecNames(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	// Names of other objects the Pod refers to. serviceAccount is the deprecated
 	// name of serviceAccountName, which the Pod's defaults copy into it when it is empty.
 	for _, ref := range []struct {
 		field, name string
@@ -86,6 +94,13 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	if len(spec.Tolerations) > 0 {
 		errs = append(errs, validateTolerations(spec.Tolerations, path.Child("tolerations"))...)
 	}
+	return errs
+}
+
+// validatePodSpecLists follows ValidatePodSpec on host aliases, readiness and scheduling gates,
+// and the host namespaces a Pod shares.
+func validatePodSpecLists(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	for i, ha := range spec.HostAliases {
 		// ValidateHostAliases.
 		p := path.Child("hostAliases").Index(i)
