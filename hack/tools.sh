@@ -6,6 +6,9 @@
 # proxy, each from a wrapper module under hack/tools/ (kube-controller-manager and kube-scheduler
 # share hack/tools/kube-control-plane, which pins the same Kubernetes as hack/tools/kube-apiserver),
 # so that none of their dependencies enter the main module's go.mod or its test builds.
+# Upstream agent-sandbox's e2e suite is built the same way, as two test binaries (`go test -c`,
+# tools named *.test, from hack/tools/agent-sandbox-e2e) for `make e2e-upstream`; they are not
+# among the default tools.
 #
 # Binaries are cached outside the clone, keyed by a hash of everything that goes into them (the
 # wrapper's go.mod and go.sum, the ldflags and the Go version), so a fresh clone on a machine that
@@ -44,6 +47,8 @@ declare -A pkg=(
   [coredns]=github.com/coredns/coredns
   [local-path-provisioner]=github.com/rancher/local-path-provisioner
   [kube-router]=github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  [agent-sandbox-e2e.test]=sigs.k8s.io/agent-sandbox/test/e2e
+  [agent-sandbox-e2e-extensions.test]=sigs.k8s.io/agent-sandbox/test/e2e/extensions
 )
 # The wrapper module of a tool, when it is not hack/tools/<tool>.
 declare -A wrapper=(
@@ -51,6 +56,8 @@ declare -A wrapper=(
   [kube-scheduler]=kube-control-plane
   [kubelet]=kube-node
   [kube-proxy]=kube-node
+  [agent-sandbox-e2e.test]=agent-sandbox-e2e
+  [agent-sandbox-e2e-extensions.test]=agent-sandbox-e2e
 )
 k8s_ldflags="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean"
 declare -A ldflags=(
@@ -70,6 +77,8 @@ declare -A ldflags=(
   [coredns]="-s -w"
   [local-path-provisioner]="-s -w -X main.VERSION=v0.0.30"
   [kube-router]="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v2.1.0"
+  [agent-sandbox-e2e.test]="-s -w"
+  [agent-sandbox-e2e-extensions.test]="-s -w"
 )
 
 tools=("$@")
@@ -122,7 +131,10 @@ for tool in "${tools[@]}"; do
     start=$SECONDS
     tmp="$out.tmp.$$"
     mkdir -p "$(dirname "$out")"
-    (cd "$dir" && go build -trimpath -ldflags="${ldflags[$tool]}" -o "$tmp" "${pkg[$tool]}")
+    case "$tool" in
+      *.test) (cd "$dir" && go test -c -trimpath -ldflags="${ldflags[$tool]}" -o "$tmp" "${pkg[$tool]}") ;;
+      *) (cd "$dir" && go build -trimpath -ldflags="${ldflags[$tool]}" -o "$tmp" "${pkg[$tool]}") ;;
+    esac
     if [ "$tool" = kwok ]; then
       src=$(cd "$dir" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
       rm -rf "$out-stages" && mkdir -p "$out-stages"
