@@ -80,6 +80,12 @@ type Options struct {
 	// its first /24. The dataplane test runs a node whose Pods have CGNAT addresses
 	// (100.64.0.0/16), as some clouds give them.
 	PodCIDR string
+	// KwokStages are kwok Stage files loaded after kwok's default ones (KwokStagesDir). Where a
+	// stage of weight above 0 and a default one (weight 0) select the same object, kwok always
+	// takes the weighted one, so a stage file can change what the fake kubelet does for some
+	// Pods only: `make e2e-upstream` has Pods whose only container runs `sh -c "exit 0"`
+	// succeed, as a kubelet would run them.
+	KwokStages []string
 }
 
 // Cluster is a running cluster.
@@ -98,8 +104,9 @@ type Cluster struct {
 	scale    bool
 	procs    []*process
 	ports    map[string]int
-	node     *node  // the real node, when Options.RealNode
-	pods     string // Options.PodCIDR
+	node     *node    // the real node, when Options.RealNode
+	pods     string   // Options.PodCIDR
+	stages   []string // Options.KwokStages
 }
 
 // MissingBinaries lists what Start needs from binDir and is not there.
@@ -157,7 +164,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), binDir: opts.BinDir, detached: opts.Detach, scale: opts.Scale, ports: map[string]int{}, pods: opts.PodCIDR}
+	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), binDir: opts.BinDir, detached: opts.Detach, scale: opts.Scale, ports: map[string]int{}, pods: opts.PodCIDR, stages: opts.KwokStages}
 	if _, err := c.nodePodCIDR(); err != nil {
 		return nil, err
 	}
@@ -406,6 +413,16 @@ func (c *Cluster) startControllers(p *pki, kwok bool) error {
 	stages, err := filepath.Glob(filepath.Join(c.binDir, KwokStagesDir, "*.yaml"))
 	if err != nil || len(stages) == 0 {
 		return fmt.Errorf("no kwok stages in %s; run `make tools`", filepath.Join(c.binDir, KwokStagesDir))
+	}
+	for _, s := range c.stages {
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("kwok stage file: %w", err)
+		}
+		stages = append(stages, abs)
 	}
 	return c.spawn("kwok", c.bin("kwok"), []string{
 		"--kubeconfig=" + c.Kubeconfig,
