@@ -44,6 +44,7 @@ spec:
         - name: FROM_SECRET
           valueFrom:
             secretKeyRef:
+              name: api-token
               key: token
       imagePullSecrets:
       - {}
