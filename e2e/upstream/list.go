@@ -26,9 +26,9 @@ var Packages = []Package{
 		// The runtime-class tests skip themselves unless told which RuntimeClass to use;
 		// "default" leaves the Pods' runtimeClassName unset, as on any cluster, and they
 		// then check the template-pool-claim lifecycle with pause containers, which kwok
-		// plays. The burst test's pools are otherwise sized from the Nodes' CPUs (32 each
-		// here) and its workload sleeps 30 s, a benchmark of the runtime: one pool of 4 and
-		// the pause container keep it a test of the controller.
+		// plays. The burst test's pools are otherwise sized from the Nodes' CPUs (64 here:
+		// pools of 32, 64 and 128) and its workload sleeps 30 s, a benchmark of the runtime:
+		// one pool of 4 and the pause container keep it a test of the controller.
 		"SANDBOX_RUNTIME_CLASS=default",
 		"SANDBOX_POOL_SIZES=4",
 		"SANDBOX_WORKLOAD_SEC=0",
