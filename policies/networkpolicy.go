@@ -38,9 +38,9 @@ type PeerSelector struct {
 // NetworkPolicyDefaults are the knobs of the secure-default NetworkPolicy. The zero value is
 // upstream's policy exactly.
 type NetworkPolicyDefaults struct {
-	// Routers may open connections to sandboxes. Empty means the router of bases/router:
-	// namespace sandbox-router, pods labelled app: sandbox-router. (Upstream's peer is the
-	// namespace agent-sandbox-system, which nothing of ours creates; set it here to keep it.)
+	// Routers may open connections to sandboxes. Empty means upstream's single router peer,
+	// which is also where bases/router deploys: namespace agent-sandbox-system, pods labelled
+	// app: sandbox-router.
 	Routers []PeerSelector `json:"routers,omitempty"`
 	// DNS is the DNS mode; empty means public-resolvers.
 	DNS DNSMode `json:"dns,omitempty"`
@@ -53,10 +53,9 @@ type NetworkPolicyDefaults struct {
 	ExtraEgressExceptions []string `json:"extraEgressExceptions,omitempty"`
 }
 
-// Upstream's hard-coded values, but for the router's namespace.
+// Upstream's hard-coded values.
 var (
-	// defaultRouter is bases/router's namespace and label, not upstream's agent-sandbox-system.
-	defaultRouter     = PeerSelector{Namespace: "sandbox-router", PodLabels: map[string]string{"app": "sandbox-router"}}
+	defaultRouter     = PeerSelector{Namespace: "agent-sandbox-system", PodLabels: map[string]string{"app": "sandbox-router"}}
 	defaultClusterDNS = PeerSelector{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}}
 	ipv4Except        = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"}
 	ipv6Except        = []string{"fc00::/7", "fe80::/10"}
@@ -72,9 +71,9 @@ func (d NetworkPolicyDefaults) DNSMode() DNSMode {
 	return d.DNS
 }
 
-// RouterPeers are the routers the default policy admits: Routers, or bases/router's when none
-// is set. Render also checks a template's own policy against them, to warn when it shuts the
-// router out.
+// RouterPeers are the routers the default policy admits: Routers, or upstream's peer (where
+// bases/router deploys) when none is set. Render also checks a template's own policy against
+// them, to warn when it shuts the router out.
 func (d NetworkPolicyDefaults) RouterPeers() []PeerSelector {
 	if len(d.Routers) == 0 {
 		return []PeerSelector{defaultRouter}

@@ -24,13 +24,13 @@ func TestDefaultSpecKnobs(t *testing.T) {
 			reason:   "no knob set must give upstream's policy",
 			wantV4:   []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"},
 			wantV6:   []string{"fc00::/7", "fe80::/10"},
-			wantPeer: "sandbox-router",
+			wantPeer: "agent-sandbox-system",
 		},
 		"extra exceptions by family, deduplicated, masked": {
 			reason: "IPv4 CIDRs join the 0.0.0.0/0 rule, IPv6 ones the ::/0 rule, never twice",
 			knobs:  NetworkPolicyDefaults{ExtraEgressExceptions: []string{"100.64.0.0/10", "10.0.0.0/8", "fd00:ec2::1/32", "198.18.0.1/15"}},
 			wantV4: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "198.18.0.0/15"},
-			wantV6: []string{"fc00::/7", "fe80::/10", "fd00:ec2::/32"}, wantPeer: "sandbox-router",
+			wantV6: []string{"fc00::/7", "fe80::/10", "fd00:ec2::/32"}, wantPeer: "agent-sandbox-system",
 		},
 		"cluster dns": {
 			reason:  "the cluster-dns mode adds one egress rule to the DNS pods",

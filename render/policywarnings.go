@@ -49,7 +49,7 @@ const (
 // config says. We keep that exactly (the rendered policy does not change) and warn, naming the
 // field, when the rendered policy
 //   - has no rules at all: it denies everything (one warning, on spec.networkPolicy);
-//   - admits none of the routers (Options' policies.networkPolicy.routers, else bases/router's),
+//   - admits none of the routers (Options' policies.networkPolicy.routers, else upstream's peer),
 //     so no request through the router reaches the sandboxes (spec.networkPolicy.ingress);
 //   - allows no DNS while the Pods resolve through the cluster DNS (dnsPolicy ClusterFirst or
 //     unset, ClusterFirstWithHostNet): no egress rule opens UDP or TCP port 53 towards it
@@ -278,7 +278,7 @@ func excepted(p netip.Prefix, except []string) bool {
 	return false
 }
 
-// describePeers names peers for a message: "pods app=sandbox-router in namespace sandbox-router".
+// describePeers names peers for a message: "pods app=sandbox-router in namespace agent-sandbox-system".
 func describePeers(peers []policies.PeerSelector) string {
 	parts := make([]string, len(peers))
 	for i, p := range peers {

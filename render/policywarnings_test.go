@@ -38,7 +38,7 @@ func TestTemplateNetworkPolicyWarnings(t *testing.T) {
 	}
 	dns53 := []networkingv1.NetworkPolicyPort{port(corev1.ProtocolUDP, intstr.FromInt32(53)), port(corev1.ProtocolTCP, intstr.FromInt32(53))}
 	https := []networkingv1.NetworkPolicyPort{port(corev1.ProtocolTCP, intstr.FromInt32(443))}
-	router := from(peer("sandbox-router", map[string]string{"app": "sandbox-router"}))
+	router := from(peer("agent-sandbox-system", map[string]string{"app": "sandbox-router"}))
 	kubeDNS := to(dns53, peer("kube-system", map[string]string{"k8s-app": "kube-dns"}))
 	publicOnly := to(nil, ipBlock("0.0.0.0/0", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"), ipBlock("::/0", "fc00::/7", "fe80::/10"))
 
@@ -111,12 +111,12 @@ func TestTemplateNetworkPolicyWarnings(t *testing.T) {
 				Ingress: []networkingv1.NetworkPolicyIngressRule{from(peer("", map[string]string{"app": "gateway"}))},
 				Egress:  []networkingv1.NetworkPolicyEgressRule{kubeDNS},
 			},
-			want: []want{noRouter}, wantIn: []string{"its one rule does not admit the sandbox router (pods app=sandbox-router in namespace sandbox-router)"},
+			want: []want{noRouter}, wantIn: []string{"its one rule does not admit the sandbox router (pods app=sandbox-router in namespace agent-sandbox-system)"},
 		},
 		"ingress from another namespace's router label": {
 			reason: "the namespace name label of another namespace provably excludes the router's",
 			policy: &extv1beta1.NetworkPolicySpec{
-				Ingress: []networkingv1.NetworkPolicyIngressRule{from(peer("ingress-nginx", map[string]string{"app": "sandbox-router"})), from(peer("sandbox-router", map[string]string{"app": "other"}))},
+				Ingress: []networkingv1.NetworkPolicyIngressRule{from(peer("ingress-nginx", map[string]string{"app": "sandbox-router"})), from(peer("agent-sandbox-system", map[string]string{"app": "other"}))},
 				Egress:  []networkingv1.NetworkPolicyEgressRule{kubeDNS},
 			},
 			want: []want{noRouter}, wantIn: []string{"none of its 2 rules admits"},
@@ -159,10 +159,10 @@ func TestTemplateNetworkPolicyWarnings(t *testing.T) {
 			},
 		},
 		"configured routers": {
-			reason: "the routers are the config's: bases/router's peer no longer admits them, and the fix names them",
-			opts:   Options{Policies: policies.Config{NetworkPolicy: policies.NetworkPolicyDefaults{Routers: []policies.PeerSelector{{Namespace: "agent-sandbox-system", PodLabels: map[string]string{"app": "sandbox-router"}}}}}},
+			reason: "the routers are the config's: a rule for the default peer does not admit them, and the fix names them",
+			opts:   Options{Policies: policies.Config{NetworkPolicy: policies.NetworkPolicyDefaults{Routers: []policies.PeerSelector{{Namespace: "sandbox-router", PodLabels: map[string]string{"app": "sandbox-router"}}}}}},
 			policy: &extv1beta1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{router}, Egress: []networkingv1.NetworkPolicyEgressRule{kubeDNS}},
-			want:   []want{noRouter}, wantIn: []string{"namespaceSelector kubernetes.io/metadata.name=agent-sandbox-system and podSelector app=sandbox-router"},
+			want:   []want{noRouter}, wantIn: []string{"namespaceSelector kubernetes.io/metadata.name=sandbox-router and podSelector app=sandbox-router"},
 		},
 		"upstream's default egress copied": {
 			reason: "public addresses only: the cluster DNS is on a private one",

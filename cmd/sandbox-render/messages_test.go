@@ -220,7 +220,7 @@ func TestWarningMessages(t *testing.T) {
 		return fmt.Sprintf("%s: document 1 (line %d): ", filepath.Join(dir, "template.yaml"), line)
 	}
 	warnings := at(13) + "warning: SandboxTemplate ns/python: spec.networkPolicy.egress: its one rule does not allow UDP or TCP port 53 to the cluster DNS (pods k8s-app=kube-dns in namespace kube-system, or a private address), yet the Pods resolve names through the cluster DNS (dnsPolicy unset, which is ClusterFirst) and a custom policy gets no DNS rule and no DNS override: every name lookup in these sandboxes fails; add an egress rule for UDP and TCP port 53 to the cluster DNS (a peer with namespaceSelector kubernetes.io/metadata.name=kube-system and podSelector k8s-app=kube-dns), or set spec.podTemplate.spec.dnsPolicy\n" +
-		at(12) + "warning: SandboxTemplate ns/python: spec.networkPolicy.ingress: is empty, and the rendered NetworkPolicy lists Ingress in its policyTypes (upstream renders Ingress and Egress for every custom policy), so it admits no ingress: the sandbox router cannot reach these sandboxes; add an ingress rule from the router's namespace (a peer with namespaceSelector kubernetes.io/metadata.name=sandbox-router and podSelector app=sandbox-router)\n"
+		at(12) + "warning: SandboxTemplate ns/python: spec.networkPolicy.ingress: is empty, and the rendered NetworkPolicy lists Ingress in its policyTypes (upstream renders Ingress and Egress for every custom policy), so it admits no ingress: the sandbox router cannot reach these sandboxes; add an ingress rule from the router's namespace (a peer with namespaceSelector kubernetes.io/metadata.name=agent-sandbox-system and podSelector app=sandbox-router)\n"
 	for _, tc := range []struct {
 		args []string
 		want string

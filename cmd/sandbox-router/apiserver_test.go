@@ -25,6 +25,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -49,8 +50,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
+// routerNamespace is where bases/router deploys: upstream's agent-sandbox-system, which the base
+// does not create.
+const routerNamespace = "agent-sandbox-system"
+
 // routerUser is the identity the router runs as in the cluster (bases/router's ServiceAccount).
-const routerUser = "system:serviceaccount:sandbox-router:sandbox-router"
+const routerUser = "system:serviceaccount:" + routerNamespace + ":sandbox-router"
 
 // TestAgainstAPIServer runs the router's API-server suites on one real kube-apiserver and etcd
 // (envtest, with its RBAC authorizer and ServiceAccount token signing): the manifests of
@@ -67,7 +72,7 @@ func TestAgainstAPIServer(t *testing.T) {
 	t.Run("base", func(t *testing.T) { testBase(t, ctx, admin) })
 	// The router's own identity, authenticated by a client certificate, with exactly the
 	// permissions bases/router (and its authz component) bind to its ServiceAccount.
-	ru, err := env.AddUser(envtest.User{Name: routerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:sandbox-router"}}, env.Config)
+	ru, err := env.AddUser(envtest.User{Name: routerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + routerNamespace}}, env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,11 +128,21 @@ func kustomizeBuild(t *testing.T, dir string) []byte {
 	return stdout.Bytes()
 }
 
-// testBase: `kustomize build bases/router` (and with the authz component) equals its golden and
-// applies on the API server with a server-side dry run into the namespace it creates; the
-// Namespace, ServiceAccount and RBAC objects are applied for real, as the router identity below
-// depends on them.
+// testBase: `kustomize build bases/router` (and with the authz component) equals its golden,
+// carries no Namespace, and applies on the API server with a server-side dry run into the
+// namespace a user creates first, as the docs say; the ServiceAccount and RBAC objects are applied
+// for real, as the router identity below depends on them.
 func testBase(t *testing.T, ctx context.Context, c client.Client) {
+	// What `kubectl create namespace agent-sandbox-system --dry-run=client -o yaml | kubectl
+	// apply --server-side -f -` sends: twice, as it must be idempotent.
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": routerNamespace},
+	}}
+	for range 2 {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(ns.DeepCopy()), client.FieldOwner("kubectl")); err != nil {
+			t.Fatalf("creating namespace %s: %v", routerNamespace, err)
+		}
+	}
 	for _, g := range []struct{ name, dir string }{
 		{"bases-router.yaml", filepath.Join(testenv.RepoRoot(), "bases", "router")},
 		{"with-authz.yaml", filepath.Join("testdata", "with-authz")},
@@ -152,13 +167,16 @@ func testBase(t *testing.T, ctx context.Context, c client.Client) {
 			t.Fatal(err)
 		}
 		for _, o := range objs {
+			// A Namespace in router.yaml would make `kubectl delete -f router.yaml` delete
+			// upstream's namespace and whatever runs in it.
+			if o.GetKind() == "Namespace" {
+				t.Errorf("%s holds Namespace %s: the router's namespace is upstream's, not the base's", name, o.GetName())
+			}
 			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.DryRunAll, client.FieldOwner("router-test"), client.ForceOwnership); err != nil {
 				t.Errorf("%s: server-side dry run of %s %s: %v", name, o.GetKind(), o.GetName(), err)
 			}
-			// The base creates its own namespace: applied for real, as everything after it
-			// (dry-run or not) needs it.
 			if name == "with-authz.yaml" && o.GetAPIVersion() == "rbac.authorization.k8s.io/v1" ||
-				o.GetKind() == "ServiceAccount" || o.GetKind() == "Namespace" {
+				o.GetKind() == "ServiceAccount" {
 				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("router-test"), client.ForceOwnership); err != nil {
 					t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
 				}
@@ -168,7 +186,7 @@ func testBase(t *testing.T, ctx context.Context, c client.Client) {
 	// The secure-default NetworkPolicy's router peer selects the namespace by its
 	// kubernetes.io/metadata.name label: the API server must have set it.
 	var got corev1.Namespace
-	if err := c.Get(ctx, client.ObjectKey{Name: "sandbox-router"}, &got); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: routerNamespace}, &got); err != nil {
 		t.Fatal(err)
 	}
 	checkPeerSelects(t, got.Labels, routerPodLabels(t, kustomizeBuild(t, filepath.Join(testenv.RepoRoot(), "bases", "router"))))

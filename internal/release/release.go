@@ -74,14 +74,17 @@ type Artifact struct {
 	// gitops/argocd/cmp, which is a plugin config and a patch rather than a kustomization, the
 	// ConfigMap made from plugin.yaml and the sidecar patch (see Manifests).
 	Dir string
-	// Apply is how the header comment tells users to apply it.
+	// Apply is how the header comment tells users to apply it: commands, one a line.
 	Apply string
 }
 
 // Artifacts are the manifest files of every release.
 var Artifacts = []Artifact{
 	{File: "install.yaml", Dir: "config/default", Apply: "kubectl apply --server-side -f install.yaml"},
-	{File: "router.yaml", Dir: "bases/router", Apply: "kubectl apply --server-side -f router.yaml"},
+	// The router's namespace is upstream's agent-sandbox-system, which the file does not hold
+	// (deleting the file must not delete upstream's namespace): created first, idempotently.
+	{File: "router.yaml", Dir: "bases/router", Apply: "kubectl create namespace agent-sandbox-system --dry-run=client -o yaml | kubectl apply --server-side -f -\n" +
+		"kubectl apply --server-side -f router.yaml"},
 	{File: "argocd-cmp.yaml", Dir: "gitops/argocd/cmp", Apply: "kubectl apply --server-side --field-manager=sandbox-render-plugin -n argocd -f argocd-cmp.yaml (after Argo CD: it adds the sidecar to argocd-repo-server)"},
 }
 
@@ -155,7 +158,7 @@ func Manifests(root, version string, images []Image) (map[string][]byte, error) 
 		if err != nil {
 			return nil, err
 		}
-		head := fmt.Sprintf("# sandbox-gitops %s: %s, built from %s.\n# %s\n", version, a.File, a.Dir, a.Apply)
+		head := fmt.Sprintf("# sandbox-gitops %s: %s, built from %s.\n# %s\n", version, a.File, a.Dir, strings.ReplaceAll(a.Apply, "\n", "\n# "))
 		out[a.File] = append([]byte(head), y...)
 	}
 	return out, nil
