@@ -131,7 +131,7 @@ func dataplaneCluster(t *testing.T, r *release, dir, server string, archives []s
 	k := newKube(t, c.Config)
 	k.apply(t, ctx, "install.yaml", installManager, r.install)
 	testenv.Eventually(t, timeout, "every CRD established", func() error { return crdsEstablished(ctx, k, r.install) })
-	k.apply(t, ctx, "router.yaml", installManager, r.router)
+	applyRouter(t, ctx, k, r)
 	for _, d := range [][2]string{{webhook.DefaultNamespace, controllerName}, {routerNamespace, routerName}} {
 		testenv.Eventually(t, 3*time.Minute, "Deployment "+d[1]+" available", func() error { return k.deploymentAvailable(ctx, d[0], d[1]) })
 	}

@@ -35,8 +35,9 @@ import (
 const (
 	// controllerName is the controller's Deployment and ServiceAccount in webhook.DefaultNamespace.
 	controllerName = "sandbox-gitops-controller"
-	// routerNamespace and routerName are where router.yaml puts the router.
-	routerNamespace, routerName = "sandbox-router", "sandbox-router"
+	// routerNamespace and routerName are where router.yaml puts the router: upstream's
+	// namespace, which router.yaml does not hold (applyRouter creates it first).
+	routerNamespace, routerName = "agent-sandbox-system", "sandbox-router"
 	// exampleNamespace is docs/example's namespace (its kustomization sets it).
 	exampleNamespace = "team-a"
 	// installManager applies the release, as `kubectl apply --server-side` names itself;
@@ -81,7 +82,7 @@ func testInstall(t *testing.T, ctx context.Context, admin *rest.Config, r *relea
 	step("server-side apply install.yaml and router.yaml: no warnings")
 	k.apply(t, ctx, "install.yaml", installManager, r.install)
 	testenv.Eventually(t, timeout, "every CRD established", func() error { return crdsEstablished(ctx, k, r.install) })
-	k.apply(t, ctx, "router.yaml", installManager, r.router)
+	applyRouter(t, ctx, k, r)
 	testenv.Eventually(t, timeout, "the router's Deployment available", func() error {
 		return k.deploymentAvailable(ctx, routerNamespace, routerName)
 	})
@@ -136,7 +137,25 @@ func testInstall(t *testing.T, ctx context.Context, admin *rest.Config, r *relea
 		return k.gone(ctx, append(slices.Clone(r.install), r.router...))
 	})
 	testenv.Eventually(t, timeout, "nothing of ours left", func() error { return leftovers(ctx, k) })
+	// The router's namespace is upstream's, and may hold upstream's controller: deleting
+	// router.yaml leaves it.
+	if ns, err := k.cs.CoreV1().Namespaces().Get(ctx, routerNamespace, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("namespace %s did not outlive router.yaml (error %v)", routerNamespace, err)
+	}
 	step("done")
+}
+
+// applyRouter applies router.yaml as the README and its header say: its namespace first, which
+// the file does not hold, as `kubectl create namespace agent-sandbox-system --dry-run=client -o
+// yaml | kubectl apply --server-side -f -` sends it (idempotent: a no-op where upstream's
+// install made it), then the file.
+func applyRouter(t *testing.T, ctx context.Context, k *kube, r *release) {
+	t.Helper()
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": routerNamespace},
+	}}
+	k.apply(t, ctx, "router.yaml's namespace", installManager, []*unstructured.Unstructured{ns})
+	k.apply(t, ctx, "router.yaml", installManager, r.router)
 }
 
 // checkPins: every workload image in the manifests is pinned to the index digest of its image
