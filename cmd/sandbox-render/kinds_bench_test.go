@@ -103,8 +103,8 @@ func cpuTime(b *testing.B) time.Duration {
 // x-half-size(-cpu), the times over those at half the items. The ratios are of the least time of
 // each's runs, which a shared machine's load inflates least. Targets (issue 37): the function
 // within 1.3x of render; 20,000 items at most twice the time of 10,000 in either mode. The
-// benchmark fails when the CPU time is over 3x: a quadratic path takes 4x, and a run on a noisy
-// machine can stray past 2x.
+// benchmark fails when the CPU time is over 3x in three runs: a quadratic path takes 4x, and a
+// run on a noisy machine can stray past 2x.
 func BenchmarkRenderVsFn(b *testing.B) {
 	sizes := kindsSizes(b)
 	// What the first run of a process pays once (schemas, caches) is not the first size's to pay.
@@ -131,7 +131,7 @@ func BenchmarkRenderVsFn(b *testing.B) {
 							b.ReportAllocs()
 							var cpu time.Duration
 							least := [2]float64{math.Inf(1), math.Inf(1)} // wall and CPU seconds
-							for range b.N {
+							once := func() {
 								start, startCPU := time.Now(), cpuTime(b)
 								if code := m.run(); code != kind.exit {
 									b.Fatalf("%s of %d %s exited %d, want %d", m.name, n, kind.name, code, kind.exit)
@@ -140,21 +140,33 @@ func BenchmarkRenderVsFn(b *testing.B) {
 								cpu += c
 								least = [2]float64{min(least[0], time.Since(start).Seconds()), min(least[1], c.Seconds())}
 							}
-							took[m.name][n] = least
+							for range b.N {
+								once()
+							}
 							b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
 							b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+							half := took[m.name][n/2]
+							// On the CPU time, which a shared machine's load distorts less than the wall
+							// time; below half a second a run is mostly fixed costs. A run over 3x is run
+							// again, twice at most, outside the timing: one run can stray that far.
+							slow := func() bool { return half[1] >= 0.5 && least[1]/half[1] > 3 }
+							b.StopTimer()
+							for range 2 {
+								if slow() {
+									once()
+								}
+							}
+							took[m.name][n] = least
 							if r := took["render"][n]; m.name == "fn" && r[1] > 0 {
 								b.ReportMetric(least[0]/r[0], "fn/render")
 								b.ReportMetric(least[1]/r[1], "fn/render-cpu")
 							}
-							if half := took[m.name][n/2]; half[1] > 0 {
+							if half[1] > 0 {
 								b.ReportMetric(least[0]/half[0], "x-half-size")
 								b.ReportMetric(least[1]/half[1], "x-half-size-cpu")
-								// On the CPU time, which a shared machine's load distorts less than the
-								// wall time; below half a second a run is mostly fixed costs.
-								if half[1] >= 0.5 && least[1]/half[1] > 3 {
-									b.Fatalf("%s: %d %s took %.1fx the CPU time of %d (%.2f s against %.2f s): not linear", m.name, n, kind.name, least[1]/half[1], n/2, least[1], half[1])
-								}
+							}
+							if slow() {
+								b.Fatalf("%s: %d %s took %.1fx the CPU time of %d (%.2f s against %.2f s): not linear", m.name, n, kind.name, least[1]/half[1], n/2, least[1], half[1])
 							}
 						})
 					}
