@@ -577,7 +577,17 @@ func FileTags(document, line int) map[string]string {
 // and the line when known. A finding's message names its object and field already; a warning's
 // (WarningResults) does not, so they are written before it, as a finding writes them.
 func Format(results framework.Results) string {
+	// Sized first: grown a doubling at a time, the text of 40,000 findings was copied and
+	// collected as often as it was written (issue 37).
+	size := 0
+	for _, r := range results {
+		size += len(r.Message) + 64
+		if r.File != nil {
+			size += len(r.File.Path)
+		}
+	}
 	var b strings.Builder
+	b.Grow(size)
 	for _, r := range results {
 		if r.File != nil && r.File.Path != "" {
 			b.WriteString(r.File.Path)
