@@ -170,7 +170,7 @@ e2e-kind: ## The e2e on a kind cluster, with the controller and router running i
 # matches. The tests that cannot run here are listed, with why, in e2e/upstream/list.go.
 E2E_UPSTREAM_OUT := $(CURDIR)/.e2e-upstream
 
-e2e-upstream: ## Upstream agent-sandbox v1.0.1's own e2e suite against this controller on a local cluster; fails on any FAIL or unlisted skip; the table of every test in .e2e-upstream/results.md (about 20 min; RUN=regexp for some).
+e2e-upstream: ## Upstream agent-sandbox v1.0.1's own e2e suite against this controller on a local cluster; fails on any FAIL or unlisted skip; the table of every test in .e2e-upstream/results.md (about 10 min; RUN=regexp for some).
 	@for t in $(CLUSTER_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
 	hack/tools.sh agent-sandbox-e2e.test agent-sandbox-e2e-extensions.test
 	SANDBOX_UPSTREAM_E2E=$(BIN) SANDBOX_UPSTREAM_E2E_OUT=$(E2E_UPSTREAM_OUT) SANDBOX_UPSTREAM_E2E_RUN='$(RUN)' \
