@@ -59,9 +59,11 @@ const (
 
 // TestUpstreamE2E is `make e2e-upstream`: upstream agent-sandbox's own e2e suite (test/e2e and
 // test/e2e/extensions of upstream.Version, compiled from the Go module proxy's copy) against this
-// repository's controller, on the local cluster of internal/cluster (kwok's fake nodes, plus
-// the stages in upstream/stages: Pods that run `sh -c "exit 0"` succeed, and Pods with a preStop
-// hook stay Terminating for their grace period). The controller runs as a local process with
+// repository's controller, on the local cluster of internal/cluster: kwok's fake nodes, with the
+// stages in upstream/stages where the suite counts on a kubelet's timing (a Pod starts a second
+// after it is scheduled, a deleted one stops before it goes, one that runs `sh -c "exit 0"`
+// succeeds, one with a preStop hook stays Terminating for its grace period), and volumes made in
+// advance for the suite's claims. The controller runs as a local process with
 // --upstream-annotations, since the suite reads upstream's annotations, and without the
 // conversion webhook, since the suite speaks only v1beta1; the Deployment the framework checks
 // for is there, and its Pod runs nothing.
