@@ -3,6 +3,7 @@ package krm
 import (
 	"bufio"
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -28,13 +29,15 @@ func TestWriteResultsMatchesMarshal(t *testing.T) {
 		reason  string
 		results framework.Results
 		direct  bool // resultValue encodes every result itself
+		written bool // appendResult writes every one (not checked when false)
 	}{
 		"Finding": {
 			reason: "A finding with every field set, a message longer than the line go-yaml v2 folds at, and tags.",
 			results: framework.Results{{Message: long, Severity: framework.Error, ResourceRef: ref,
 				Field: &framework.Field{Path: "metadata.name", CurrentValue: "Bad_Name"},
 				File:  &framework.File{Path: "sandboxes/a.yaml", Index: 3}, Tags: FileTags(4, 17)}},
-			direct: true,
+			direct:  true,
+			written: true,
 		},
 		"Omitted": {
 			reason: "Empty strings, a zero index and empty tags are left out; pointers that are set stay, as {} when empty; an empty current value stays.",
@@ -60,6 +63,7 @@ func TestWriteResultsMatchesMarshal(t *testing.T) {
 			reason:  "More results than one batch encodes: the batches are written in order.",
 			results: many,
 			direct:  true,
+			written: true,
 		},
 		"Declined": {
 			reason: "Values other than strings, and strings that are not UTF-8, take sigs.k8s.io/yaml's own path.",
@@ -90,7 +94,103 @@ func TestWriteResultsMatchesMarshal(t *testing.T) {
 				if _, direct := resultValue(r); direct != tc.direct {
 					t.Errorf("%s\nresultValue of result %d: direct %v, want %v", tc.reason, i, direct, tc.direct)
 				}
+				if _, written := appendResult(nil, r); tc.written && !written {
+					t.Errorf("%s\nappendResult left result %d to go-yaml", tc.reason, i)
+				}
 			}
 		})
 	}
+}
+
+// TestWriteResultsMatchesMarshalOnRandomResults compares writeResults with sigs.k8s.io/yaml.Marshal
+// on results made of random strings, drawn mostly from the characters go-yaml v2 quotes, escapes
+// or folds at (spaces, quotes, indicators, digits, words it reads as booleans), at lengths around
+// its 80 columns, so that appendResult's choices are checked where they are hardest.
+func TestWriteResultsMatchesMarshalOnRandomResults(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 2))
+	pieces := []string{"a", "b", "Z", "x-1", " ", " ", " ", "  ", "'", `"`, `\`, ":", ": ", "#", " #", "-", "- ", "?", ",", "[", "]",
+		"{", "}", "&", "*", "!", "|", ">", "%", "@", "`", ".", "...", "---", "~", "<<", "+", "0", "7", "12", "_",
+		"yes", "no", "on", "off", "true", "Null", "y", "n", "ü", "\t", "\n", "2006-01-02", "1.5", "0x1F", "e3"}
+	// hostile words may hold what appendResult leaves to go-yaml (a tab, a line break, non-ASCII,
+	// a leading sign, digit or dot); the others mostly start with a letter.
+	hostile := false
+	word := func() string {
+		if rng.IntN(8) == 0 {
+			return ""
+		}
+		var b strings.Builder
+		if !hostile && rng.IntN(4) > 0 {
+			b.WriteString("s")
+		}
+		n := rng.IntN(40)
+		if rng.IntN(3) == 0 {
+			n += 20 + rng.IntN(40) // past the fold
+		}
+		for range n {
+			p := pieces[rng.IntN(len(pieces))]
+			for !hostile && (p == "ü" || p == "\t" || p == "\n") {
+				p = pieces[rng.IntN(len(pieces))]
+			}
+			b.WriteString(p)
+		}
+		return b.String()
+	}
+	var results framework.Results
+	for range 5000 {
+		hostile = rng.IntN(5) == 0
+		r := &framework.Result{Message: word(), Severity: framework.Severity(word())}
+		if rng.IntN(2) == 0 {
+			r.ResourceRef = &kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: word(), Kind: word()}, NameMeta: kyaml.NameMeta{Name: word(), Namespace: word()}}
+		}
+		if rng.IntN(2) == 0 {
+			r.Field = &framework.Field{Path: word()}
+			if rng.IntN(2) == 0 {
+				r.Field.CurrentValue = word()
+			}
+			if rng.IntN(4) == 0 {
+				r.Field.ProposedValue = word()
+			}
+		}
+		if rng.IntN(2) == 0 {
+			r.File = &framework.File{Path: word(), Index: rng.IntN(5) - 1}
+		}
+		switch rng.IntN(4) {
+		case 0:
+			r.Tags = FileTags(1+rng.IntN(100), rng.IntN(3000))
+		case 1:
+			r.Tags = map[string]string{TagDocument: word()}
+		case 2:
+			if rng.IntN(4) == 0 {
+				r.Tags = map[string]string{"other": word()}
+			}
+		}
+		results = append(results, r)
+	}
+	// A few longer messages of plain words, as findings are.
+	for i := range 200 {
+		results = append(results, &framework.Result{Message: strings.Repeat("word ", i%60) + "end", Severity: framework.Error})
+	}
+	want, err := yaml.Marshal(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	w := bufio.NewWriter(&got)
+	if err := writeResults(w, results); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+		t.Errorf("writeResults on random results: -want +got:\n%s", diff)
+	}
+	direct := 0
+	for _, r := range results {
+		if _, ok := appendResult(nil, r); ok {
+			direct++
+		}
+	}
+	if direct < len(results)/10 {
+		t.Errorf("appendResult wrote %d of %d results; the test checks it on too few", direct, len(results))
+	}
+	t.Logf("appendResult wrote %d of %d results", direct, len(results))
 }
