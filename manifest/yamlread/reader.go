@@ -18,11 +18,13 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
@@ -374,37 +376,44 @@ func Read(name string, data []byte) ([]Document, error) {
 	}
 	var out []Document
 	for _, n := range nodes {
-		u, err := NodeObject(n.Node)
+		docs, err := ReadDocument(n)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d, %w", name, n.Index, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		items, isList := u.Object["items"].([]any)
-		if v := u.Object["items"]; !isList && v != nil && strings.HasSuffix(u.GetKind(), "List") {
-			// Passed through, it is an object of a kind no API server serves (kubectl refuses to
-			// decode it): a List's items are a list.
-			what := DescribeValue(v)
-			if str, ok := v.(string); ok {
-				what = fmt.Sprintf("the string %q", str)
-			}
-			return nil, fmt.Errorf("%s: document %d (line %d): items of the %s: must be a list of objects, not %s",
-				name, n.Index, n.Line, u.GetKind(), what)
+		out = append(out, docs...)
+	}
+	return out, nil
+}
+
+// ReadDocument is Read on one document of a stream: its object, or a List's items. Errors start
+// with "document N". A reader of files that hold other YAML too (kustomize's patches and
+// kustomizations) checks the documents that are objects with it, as Read would.
+func ReadDocument(n Node) ([]Document, error) {
+	u, err := NodeObject(n.Node)
+	if err != nil {
+		return nil, fmt.Errorf("document %d, %w", n.Index, err)
+	}
+	items, isList := u.Object["items"].([]any)
+	if v := u.Object["items"]; !isList && v != nil && strings.HasSuffix(u.GetKind(), "List") {
+		// Passed through, it is an object of a kind no API server serves (kubectl refuses to
+		// decode it): a List's items are a list.
+		return nil, fmt.Errorf("document %d (line %d): items of the %s: must be a list of objects, not %s",
+			n.Index, n.Line, u.GetKind(), DescribeValue(v))
+	}
+	if !isList || !strings.HasSuffix(u.GetKind(), "List") {
+		return []Document{{Object: u, Index: n.Index, Line: n.Line, Text: n.Text}}, nil
+	}
+	out := make([]Document, 0, len(items))
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("document %d (line %d): items[%d] of the %s: every item must be an object with apiVersion and kind",
+				n.Index, n.Line, i, u.GetKind())
 		}
-		if !isList || !strings.HasSuffix(u.GetKind(), "List") {
-			out = append(out, Document{Object: u, Index: n.Index, Line: n.Line, Text: n.Text})
-			continue
+		if msg := checkObject(m); msg != "" {
+			return nil, fmt.Errorf("document %d (line %d): items[%d] of the %s: %s", n.Index, n.Line, i, u.GetKind(), msg)
 		}
-		for i, it := range items {
-			m, ok := it.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("%s: document %d (line %d): items[%d] of the %s: every item must be an object with apiVersion and kind",
-					name, n.Index, n.Line, i, u.GetKind())
-			}
-			if msg := checkObject(m); msg != "" {
-				return nil, fmt.Errorf("%s: document %d (line %d): items[%d] of the %s: %s", name, n.Index, n.Line, i, u.GetKind(), msg)
-			}
-			item := &unstructured.Unstructured{Object: m}
-			out = append(out, Document{Object: item, Index: n.Index, Line: n.Line})
-		}
+		out = append(out, Document{Object: &unstructured.Unstructured{Object: m}, Index: n.Index, Line: n.Line})
 	}
 	return out, nil
 }
@@ -436,8 +445,14 @@ func NodeObject(n *kyaml.Node) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{Object: v.(map[string]any)}
-	if msg := checkObject(u.Object); msg != "" {
-		return nil, fmt.Errorf("line %d: %s", n.Line, msg)
+	if key, msg := ObjectProblem(u.Object); msg != "" {
+		// At the field's line when it is written (metadata: [a] three lines down), else at the
+		// object's.
+		line := n.Line
+		if l := FieldLine(n, key); l > 0 {
+			line = l
+		}
+		return nil, fmt.Errorf("line %d: %s", line, msg)
 	}
 	return u, nil
 }
@@ -464,13 +479,85 @@ func ObjectProblem(obj map[string]any) (field, msg string) {
 		return "apiVersion", fmt.Sprintf("apiVersion %q must be a version (v1) or a group and a version (apps/v1)", obj["apiVersion"])
 	}
 	// Every Kubernetes object's metadata is an ObjectMeta; anything else would be refused by any
-	// API server (and trips up tools that read annotations).
-	if md, present := obj["metadata"]; present && md != nil {
+	// API server (and trips up tools that read annotations: kyaml's accessors index a list there
+	// as a mapping's keys and values, and panicked on metadata: [a]). Written as null (or as
+	// "metadata:" and nothing after it), it is no mapping either: kustomize refuses it (missing
+	// metadata.name), and so does the API server; left out, it is the object's business.
+	if md, present := obj["metadata"]; present {
 		if _, isMap := md.(map[string]any); !isMap {
-			return "metadata", fmt.Sprintf("metadata must be a mapping (name, namespace, labels, ...), not %s", DescribeValue(md))
+			what := DescribeValue(md)
+			if md == nil {
+				what = "empty (null)"
+			}
+			return "metadata", fmt.Sprintf("metadata must be a mapping (name, namespace, labels, ...), not %s", what)
 		}
 	}
 	return "", ""
+}
+
+// MetadataProblems are the fields of an object's metadata that no API server decodes into an
+// ObjectMeta, whatever the kind: name, generateName and namespace that are not strings, labels
+// and annotations that are not mappings of strings to strings. kustomize reads them with kyaml,
+// which takes a list or a mapping where a string belongs for "" (a ConfigMap's annotation k: [v]
+// came out of a build as k: ""), an annotations list for an error of its own words, and a
+// labels list for labels. null is taken where the API server takes it: for labels or
+// annotations as a whole (none), and for a value in them (a strategic merge patch deletes the
+// key so). What ObjectProblem refuses (metadata that is not a mapping) is not repeated here. at
+// is the object's path in a larger one (spec.resources[0]), nil for an object of its own.
+//
+// The render checks the agent-sandbox kinds' metadata further, as the API server does
+// (manifest's validateMetadata: every key, owner references, names as DNS subdomains); these
+// are the checks for every other object, the ones it passes through.
+func MetadataProblems(obj map[string]any, at *field.Path) field.ErrorList {
+	md, _ := obj["metadata"].(map[string]any)
+	if len(md) == 0 {
+		return nil
+	}
+	p := at.Child("metadata")
+	var errs field.ErrorList
+	for _, k := range []string{"name", "generateName", "namespace"} {
+		if v := md[k]; v != nil {
+			if _, isString := v.(string); !isString {
+				errs = append(errs, field.Invalid(p.Child(k), shownValue(v), "must be a string"))
+			}
+		}
+	}
+	for _, k := range []string{"labels", "annotations"} {
+		v := md[k]
+		if v == nil {
+			continue
+		}
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			errs = append(errs, field.Invalid(p.Child(k), shownValue(v), "must be a mapping of strings to strings"))
+			continue
+		}
+		keys := make([]string, 0, len(m))
+		for key := range m {
+			keys = append(keys, key)
+		}
+		slices.Sort(keys)
+		for _, key := range keys {
+			switch v := m[key].(type) {
+			case string, nil:
+			case bool, int64, float64:
+				errs = append(errs, field.Invalid(p.Child(k).Key(key), v, fmt.Sprintf("must be a string; quote it: %q", fmt.Sprint(v))))
+			default:
+				errs = append(errs, field.Invalid(p.Child(k).Key(key), shownValue(v), "must be a string"))
+			}
+		}
+	}
+	return errs
+}
+
+// shownValue is a value as a field error shows it: scalars as they are, lists and mappings by
+// what they are (never Go's rendering of a map).
+func shownValue(v any) any {
+	switch v.(type) {
+	case map[string]any, []any:
+		return DescribeValue(v)
+	}
+	return v
 }
 
 // NodeValue converts a YAML node into the JSON-typed value unstructured objects hold (string,
@@ -667,7 +754,10 @@ func DescribeValue(v any) string {
 	case nil:
 		return "missing"
 	case string:
-		return "empty"
+		if t == "" {
+			return "empty"
+		}
+		return "the string " + quote.Value(t)
 	case []any:
 		return "a list"
 	case map[string]any:

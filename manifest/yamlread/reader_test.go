@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // TestReadYAML12 pins the reading kustomize uses (kyaml, YAML 1.2), which the CLI did not share
@@ -99,9 +100,34 @@ func TestReadErrors(t *testing.T) {
 			want:   "in.yaml: document 1, line 1: every object needs apiVersion and kind (strings); apiVersion is missing",
 		},
 		"KindNotString": {
-			reason: "a kind that is a list is not a kind",
+			reason: "a kind that is a list is not a kind; the line is the field's",
 			in:     "apiVersion: v1\nkind: [a]\n",
-			want:   "in.yaml: document 1, line 1: every object needs apiVersion and kind (strings); kind is a list",
+			want:   "in.yaml: document 1, line 2: every object needs apiVersion and kind (strings); kind is a list",
+		},
+		"MetadataList": {
+			reason: "metadata: [a] crashed sandbox-render build in kyaml's accessors (issue 37); the line is metadata's",
+			in:     "apiVersion: v1\nkind: ConfigMap\nmetadata: [a]\n",
+			want:   "in.yaml: document 1, line 3: metadata must be a mapping (name, namespace, labels, ...), not a list",
+		},
+		"MetadataString": {
+			reason: "metadata: a was said to be \"empty\"",
+			in:     "apiVersion: v1\nkind: ConfigMap\nmetadata: a\n",
+			want:   `in.yaml: document 1, line 3: metadata must be a mapping (name, namespace, labels, ...), not the string "a"`,
+		},
+		"MetadataNull": {
+			reason: "metadata: null passed through, and kustomize (missing metadata.name) and the API server refuse it",
+			in:     "apiVersion: v1\nkind: ConfigMap\nmetadata: null\n",
+			want:   "in.yaml: document 1, line 3: metadata must be a mapping (name, namespace, labels, ...), not empty (null)",
+		},
+		"MetadataWithNothingAfterIt": {
+			reason: "metadata: and nothing after it is null too",
+			in:     "apiVersion: v1\nkind: ConfigMap\nmetadata:\ndata: {a: b}\n",
+			want:   "in.yaml: document 1, line 3: metadata must be a mapping (name, namespace, labels, ...), not empty (null)",
+		},
+		"ListItemMetadataNull": {
+			reason: "the items of a List are objects as any other",
+			in:     "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: null}\n",
+			want:   "in.yaml: document 1 (line 1): items[0] of the List: metadata must be a mapping (name, namespace, labels, ...), not empty (null)",
 		},
 		"APIVersionThreeParts": {
 			reason: "apiVersion a/b/c passed through, and the API server answered \"Object 'Kind' is missing\"",
@@ -377,6 +403,84 @@ func TestReadLargeDocuments(t *testing.T) {
 			}
 			if want := map[string]int{"UnderTheLimit": 1}[name]; want == 0 && len(docs) != n || want > 0 && len(docs) != want {
 				t.Errorf("%s: %d objects read", tc.reason, len(docs))
+			}
+		})
+	}
+}
+
+// TestMetadataProblems: the metadata no API server decodes, whatever the kind, each named by its
+// field; what the API server and strategic merge patches take (null labels, annotations or
+// values) is not a problem.
+func TestMetadataProblems(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		in     string
+		at     *field.Path
+		want   []string
+	}{
+		"Good": {
+			reason: "strings and mappings of strings",
+			in:     "metadata: {name: a, generateName: b-, namespace: c, labels: {k: v}, annotations: {k: v}}",
+		},
+		"Nulls": {
+			reason: "null labels, annotations and values are taken by the API server and mean deletion in a patch",
+			in:     "metadata: {name: null, labels: null, annotations: {k: null}}",
+		},
+		"NoMetadata": {
+			reason: "metadata that is not a mapping is ObjectProblem's",
+			in:     "metadata: [a]",
+		},
+		"AnnotationsList": {
+			reason: "kustomize refused it in words of its own (wrong node kind), and render passed a ConfigMap with it",
+			in:     "metadata: {annotations: [x]}",
+			want:   []string{`metadata.annotations: Invalid value: "a list": must be a mapping of strings to strings`},
+		},
+		"LabelsNumber": {
+			reason: "kustomize passed labels: 3 through",
+			in:     "metadata: {labels: 3}",
+			want:   []string{"metadata.labels: Invalid value: 3: must be a mapping of strings to strings"},
+		},
+		"NameList": {
+			reason: "kustomize read a name that is a list as missing",
+			in:     "metadata: {name: [a], namespace: {a: b}, generateName: 1}",
+			want: []string{
+				`metadata.name: Invalid value: "a list": must be a string`,
+				"metadata.generateName: Invalid value: 1: must be a string",
+				`metadata.namespace: Invalid value: "a mapping": must be a string`,
+			},
+		},
+		"ValueList": {
+			reason: `kustomize built an annotation k: [v] as k: ""`,
+			in:     "metadata: {annotations: {k: [v], a: x}, labels: {n: 1, b: true}}",
+			want: []string{
+				`metadata.labels[b]: Invalid value: true: must be a string; quote it: "true"`,
+				`metadata.labels[n]: Invalid value: 1: must be a string; quote it: "1"`,
+				`metadata.annotations[k]: Invalid value: "a list": must be a string`,
+			},
+		},
+		"At": {
+			reason: "an object inside another is named by its path",
+			in:     "metadata: {labels: [a]}",
+			at:     field.NewPath("spec", "resources").Index(0),
+			want:   []string{`spec.resources[0].metadata.labels: Invalid value: "a list": must be a mapping of strings to strings`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n, err := ReadNodes([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := NodeValue(n[0].Node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, fe := range MetadataProblems(v.(map[string]any), tc.at) {
+				got = append(got, fe.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
