@@ -19,6 +19,7 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
+	"github.com/sandbox-gitops/sandbox-gitops/manifest/yamlread"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
@@ -130,7 +131,8 @@ func IsAgentSandbox(obj *unstructured.Unstructured) bool {
 
 // Decode admits every agent-sandbox object as the API server would (unknown fields, defaults,
 // schema validation), converts v1alpha1 to v1beta1, and returns the bundle. Other objects are
-// kept as they are. Any invalid object makes Decode return Errors and no bundle.
+// kept as they are, once their metadata is one any API server takes (yamlread.MetadataProblems).
+// Any invalid object makes Decode return Errors and no bundle.
 func Decode(objs []*unstructured.Unstructured) (*Bundle, error) {
 	all, err := schemas()
 	if err != nil {
@@ -146,6 +148,15 @@ func Decode(objs []*unstructured.Unstructured) (*Bundle, error) {
 	parallel.Each(len(objs), func(i int) {
 		if IsAgentSandbox(objs[i]) {
 			results[i].obj, results[i].err = admitObject(all, objs[i])
+			return
+		}
+		// Passed through as written, an object still goes to an API server, and through
+		// kustomize's kyaml in a build: metadata neither reads as written (a name that is a
+		// list, annotations: [x], an annotation k: [v]) is refused here, as build refuses it
+		// before kustomize reads it.
+		if errs := yamlread.MetadataProblems(objs[i].Object, nil); len(errs) > 0 {
+			o := objs[i]
+			results[i].err = &render.InvalidError{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(), Errs: errs, Source: o}
 		}
 	})
 

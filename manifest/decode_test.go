@@ -67,6 +67,17 @@ func TestDecodeRefusesWhatTheAPIServerRefuses(t *testing.T) {
 				"Sandbox d/s: metadata.ownerReferences[0].uid: Required value",
 			},
 		},
+		"PassedThroughMetadataTypes": {
+			reason: "a ConfigMap with annotations: [x], labels: 3, a name that is a list or an annotation k: [v] passed through render, and kustomize built k: [v] as k: \"\"",
+			in: "apiVersion: v1\nkind: ConfigMap\nmetadata: {annotations: [x]}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, labels: 3}\n---\n" +
+				"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [a]}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: d, namespace: n, annotations: {k: [v], ok: x, gone: null}}\n",
+			want: []string{
+				`ConfigMap : metadata.annotations: Invalid value: "a list": must be a mapping of strings to strings`,
+				`ConfigMap : metadata.name: Invalid value: "a list": must be a string`,
+				"ConfigMap b: metadata.labels: Invalid value: 3: must be a mapping of strings to strings",
+				`ConfigMap n/d: metadata.annotations[k]: Invalid value: "a list": must be a string`,
+			},
+		},
 		"OwnerReferenceTypes": {
 			reason: "a wrong type in an owner reference said only that the metadata cannot be read",
 			in:     "apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: s\n  namespace: d\n  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: 5, uid: u, controller: 'yes'}]\nspec:\n" + pod,

@@ -280,6 +280,10 @@ func (c *SandboxRender) validate() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion+"/"+c.Kind,
 			fmt.Sprintf("the functionConfig must be %s, kind %s", APIVersion, Kind)))
 	}
+	// The config's metadata is read by kustomize (kyaml) before the function runs, and its name,
+	// labels and annotations go into the copy: they must be what an API server takes. A name that
+	// is a list was taken, and the copy named sandbox-render.
+	errs = append(errs, yamlread.MetadataProblems(map[string]any{"metadata": c.Metadata}, nil)...)
 	// The render writes a copy of the config into its output under the config's name (Copies),
 	// and the API server takes a SandboxRender, as any custom resource, only under a DNS-1123
 	// subdomain: a/b rendered and was then refused.
@@ -311,14 +315,17 @@ func (c *SandboxRender) validate() field.ErrorList {
 		// empty one was taken by render and validate (which do not render spec.resources), a
 		// configuration error of the function and a problem of the input in build; now it is a
 		// configuration error in every mode, naming the field.
+		at := spec.Child("resources").Index(i)
 		if key, msg := yamlread.ObjectProblem(r); msg != "" {
-			p := spec.Child("resources").Index(i).Child(key)
-			if v, present := r[key]; !present || v == nil {
+			p := at.Child(key)
+			if v, present := r[key]; key != "metadata" && (!present || v == nil) {
 				errs = append(errs, field.Required(p, "every resource is an object, with apiVersion and kind"))
 			} else {
 				errs = append(errs, field.Invalid(p, v, msg))
 			}
+			continue
 		}
+		errs = append(errs, yamlread.MetadataProblems(r, at)...)
 	}
 	if n := c.Spec.MaxPoolReplicas; n != nil && *n < 0 {
 		errs = append(errs, field.Invalid(spec.Child("maxPoolReplicas"), *n, "must be 0 or more (0 means the default, 10000)"))

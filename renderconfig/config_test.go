@@ -105,6 +105,52 @@ func TestConfigFieldErrors(t *testing.T) {
 			spec:   `resources: [{apiVersion: v1, kind: ConfigMap, metadata: [a]}]`,
 			want:   `spec.resources[0].metadata: Invalid value:`,
 		},
+		"MetadataList": {
+			reason: "metadata: [a] crashed sandbox-render build in kyaml's accessors (issue 37)",
+			meta:   "[a]",
+			spec:   "mode: expand",
+			want:   "functionConfig: line 3: metadata must be a mapping (name, namespace, labels, ...), not a list",
+		},
+		"MetadataNull": {
+			reason: "metadata: null was taken (the copy named sandbox-render), and kustomize refuses it",
+			meta:   "null",
+			spec:   "mode: expand",
+			want:   "functionConfig: line 3: metadata must be a mapping (name, namespace, labels, ...), not empty (null)",
+		},
+		"AnnotationsList": {
+			reason: "kustomize said wrong node kind, and render dropped them from the copy",
+			meta:   "{name: r, annotations: [x]}",
+			spec:   "mode: expand",
+			want:   `metadata.annotations: Invalid value: "a list": must be a mapping of strings to strings`,
+		},
+		"LabelsNumber": {
+			reason: "labels: 3 was taken, and dropped from the copy",
+			meta:   "{name: r, labels: 3}",
+			spec:   "mode: expand",
+			want:   "metadata.labels: Invalid value: 3: must be a mapping of strings to strings",
+		},
+		"NameList": {
+			reason: "a name that is a list was taken, and the copy named sandbox-render",
+			meta:   "{name: [a]}",
+			spec:   "mode: expand",
+			want:   `metadata.name: Invalid value: "a list": must be a string`,
+		},
+		"AnnotationValueList": {
+			reason: "the exec annotation as a list was taken by render, and kustomize could not run the function",
+			meta:   "{name: r, annotations: {config.kubernetes.io/function: [a]}}",
+			spec:   "mode: expand",
+			want:   `metadata.annotations[config.kubernetes.io/function]: Invalid value: "a list": must be a string`,
+		},
+		"ResourceMetadataNull": {
+			reason: "a resource's metadata: null is no mapping, and not a missing apiVersion",
+			spec:   `resources: [{apiVersion: v1, kind: ConfigMap, metadata: null}]`,
+			want:   "spec.resources[0].metadata: Invalid value: null: metadata must be a mapping (name, namespace, labels, ...), not empty (null)",
+		},
+		"ResourceAnnotationValueList": {
+			reason: "a resource's metadata is checked as a listed item's",
+			spec:   `resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: c, annotations: {k: [v]}}}]`,
+			want:   `spec.resources[0].metadata.annotations[k]: Invalid value: "a list": must be a string`,
+		},
 		"RuntimeClassNotAName": {
 			reason: `runtimeClass.allowed: ["Bad Name"] was taken, and allowed nothing a Pod can name`,
 			spec:   `policies: {packs: {runtimeClass: {allowed: [gvisor, "Bad Name"]}}}`,
@@ -254,6 +300,14 @@ func FuzzParse(f *testing.F) {
 		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: {x: 1}\nspec:\n  resources: [{a: 1}]\n  now: x\n",
 		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec: &a\n  mode: *a\n",
 		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nspec: [1]\n",
+		// Issue 37, item 1: metadata of every shape kyaml's accessors misread.
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: [a]\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: a\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: null\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: {annotations: [x]}\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: {labels: 3}\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: {name: [a]}\n",
+		"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata:\n  annotations:\n    k: [v]\nspec:\n  resources: [{apiVersion: v1, kind: ConfigMap, metadata: null}, {apiVersion: v1, kind: ConfigMap, metadata: {labels: [a]}}]\n",
 	} {
 		f.Add([]byte(seed))
 	}
