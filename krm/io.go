@@ -117,11 +117,11 @@ var resourceListVersions = []string{"config.kubernetes.io/v1", "config.kubernete
 
 // readResourceList reads the function's input strictly. A ResourceList that is malformed (not one
 // YAML document, not a mapping, another kind, a duplicate key, items that are not a list of
-// objects, a functionConfig that is not an object) is answered with an error result and, as the
-// KRM functions specification asks, the items unchanged: the input's ResourceList is given back
-// as it came, results added (root). Only an input that holds no ResourceList go-yaml can read
-// (not YAML, not a mapping, another kind) is answered with a ResourceList of the result alone:
-// it has no items to give back. kyaml's reader would instead explode an items mapping into a list
+// objects, a functionConfig that is not an object, results that are not a list of results) is
+// answered with an error result and, as the KRM functions specification asks, the items
+// unchanged: the input's ResourceList is given back as it came, results added (root). Only an
+// input that holds no ResourceList go-yaml can read (not YAML, not a mapping, another kind) is
+// answered with a ResourceList of the result alone: it has no items to give back. kyaml's reader would instead explode an items mapping into a list
 // of its keys and values, or nest a second ResourceList as items.
 func readResourceList(data []byte) (*framework.ResourceList, *kyaml.Node, *framework.Result) {
 	docs, err := manifest.ReadNodes(data)
@@ -236,6 +236,19 @@ func checkRoot(root *kyaml.Node) (*framework.ResourceList, *kyaml.Node, *framewo
 			return nil, root, bad("line %d: functionConfig must be an object, not %s", fc.Line, nodeKind(fc))
 		}
 		rl.FunctionConfig = kyaml.NewRNode(fc)
+	}
+	// The results of a function before this one: the answer carries this one's results only, but
+	// results that are not a list of results are as malformed as items that are not objects
+	// (results: a passed without a word).
+	if res := child(root, "results"); res != nil && !isNullNode(res) {
+		if res.Kind != kyaml.SequenceNode {
+			return nil, root, bad("line %d: results must be a list of results (mappings with message and severity), not %s", res.Line, nodeKind(res))
+		}
+		for i, r := range res.Content {
+			if r.Kind != kyaml.MappingNode {
+				return nil, root, bad("line %d: results[%d] must be a result (a mapping with message and severity), not %s", r.Line, i, nodeKind(r))
+			}
+		}
 	}
 	return rl, root, nil
 }

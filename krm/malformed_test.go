@@ -111,6 +111,18 @@ func TestMalformedResourceList(t *testing.T) {
 			want:   `results: line 8: mapping key "message" already defined at line 8`,
 			back:   rlHead + "items:\n" + item,
 		},
+		"ResultsIsAString": {
+			reason: "results: a passed without a word",
+			in:     rlHead + "items:\n" + item + "results: a\n",
+			want:   `line 7: results must be a list of results (mappings with message and severity), not the value "a"`,
+			back:   rlHead + "items:\n" + item,
+		},
+		"ResultIsAList": {
+			reason: "each result is a mapping",
+			in:     rlHead + "items:\n" + item + "results:\n- [a]\n",
+			want:   "line 8: results[0] must be a result (a mapping with message and severity), not a list",
+			back:   rlHead + "items:\n" + item,
+		},
 		"SyntaxError": {
 			reason: "a syntax error is a result with the line; not YAML, there is nothing to give back",
 			in:     rlHead + "items:\n- a: [\n",
