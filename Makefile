@@ -102,7 +102,7 @@ bench-scale: ## Upstream's kwok scale scenarios with a floor in the same run, th
 
 # Each fuzz target as package:Target; their seed corpora (every repro of a crash or a wrong
 # accept, and the golden inputs) run in every `make test`.
-FUZZ_TARGETS := ./manifest:FuzzRead ./manifest:FuzzDecode ./bundle:FuzzExpand ./krm:FuzzRun ./router:FuzzHeaders ./api/convert:FuzzKeptAnnotations ./kbuild:FuzzOutputFileNames
+FUZZ_TARGETS := ./manifest:FuzzRead ./manifest:FuzzDecode ./bundle:FuzzExpand ./krm:FuzzRun ./router:FuzzHeaders ./api/convert:FuzzKeptAnnotations ./kbuild:FuzzOutputFileNames ./kbuild:FuzzConfigFile
 FUZZTIME ?= 10m
 FUZZPARALLEL ?= 1
 

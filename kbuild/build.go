@@ -275,7 +275,13 @@ func planFastPath(dir string) (*fastPlan, error) {
 		return p, nil
 	}
 	cfg, err := os.ReadFile(filepath.Join(dir, last))
-	if err != nil || !isSandboxRenderConfig(cfg) {
+	if err != nil {
+		return p, nil
+	}
+	if err := checkRenderConfig(dir, filepath.Join(dir, last), cfg); err != nil {
+		return nil, err
+	}
+	if !isSandboxRenderConfig(cfg) {
 		return p, nil
 	}
 	p.config, p.configAt, p.configRel = cfg, filepath.Join(dir, last), filepath.Clean(last)
@@ -309,15 +315,64 @@ func legacySort(v any) bool {
 	return m["order"] == string(types.LegacySortOrder)
 }
 
+// checkRenderConfig checks the root kustomization's last transformer, when it is a SandboxRender,
+// as render checks its config: with the one reader (checkYAML: a problem of the input), then as
+// the configuration (renderconfig: a configuration error, in render's words). Either way it is
+// checked before kustomize reads it, on both paths: kustomize reads the config's metadata with
+// kyaml, and says "missing metadata.name", "wrong node kind" or "unable to find plugin root"
+// where render names the field and its line (metadata: [a], an annotations list, an exec
+// annotation that is not a string).
+func checkRenderConfig(dir, path string, b []byte) error {
+	if sandboxRenderNode(b) == nil {
+		return nil
+	}
+	if err := checkYAML(b); err != nil {
+		return newPlacer(dir, nil).unreadable([]badFile{{abs(path), err}})
+	}
+	if _, err := renderconfig.Parse(b); err != nil {
+		return configError(path, err)
+	}
+	return nil
+}
+
+// configError is a SandboxRender config renderconfig refused, as render words it: each problem
+// led by the file and its line.
+func configError(path string, err error) error {
+	var ce *renderconfig.Error
+	if errors.As(err, &ce) {
+		return errors.New(ce.In(path))
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// sandboxRenderNode is the one object a file holds when it is a SandboxRender (whatever its
+// metadata), or nil.
+func sandboxRenderNode(b []byte) *kyaml.RNode {
+	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(b), OmitReaderAnnotations: true}).Read()
+	if err != nil || len(nodes) != 1 || !isMapping(nodes[0]) {
+		return nil
+	}
+	if n := nodes[0]; n.GetApiVersion() == renderconfig.APIVersion && n.GetKind() == renderconfig.Kind {
+		return n
+	}
+	return nil
+}
+
 // isSandboxRenderConfig tells whether a file holds exactly one object, a SandboxRender with an
 // exec function annotation.
 func isSandboxRenderConfig(b []byte) bool {
-	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(b), OmitReaderAnnotations: true}).Read()
-	if err != nil || len(nodes) != 1 {
-		return false
-	}
-	n := nodes[0]
-	return n.GetApiVersion() == renderconfig.APIVersion && n.GetKind() == renderconfig.Kind && strings.Contains(annotationsOf(n)[functionAnnotation], "exec")
+	n := sandboxRenderNode(b)
+	return n != nil && strings.Contains(annotationsOf(n)[functionAnnotation], "exec")
+}
+
+// isMapping tells whether n is a mapping, the one kind of node kyaml's accessors (GetKind,
+// GetApiVersion, GetName, GetAnnotations, ...) read safely: they index any node's content as a
+// mapping's keys and values, and a list of odd length panics (index out of range). kio.ByteReader
+// gives such nodes: a document that is a list (- a), or a List's item that is one (items: [[a]]),
+// which it unwraps. Every node of a file is checked with it before those accessors run.
+func isMapping(n *kyaml.RNode) bool {
+	y := n.YNode()
+	return y != nil && y.Kind == kyaml.MappingNode
 }
 
 // annotationsOf is n's metadata.annotations, or nil when metadata or annotations is not a map:
@@ -356,16 +411,10 @@ func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string
 			return nil, fmt.Sprintf("%s has %q (names may change, or objects be dropped, after the render)", src.path, strings.TrimSpace(string(src.data[loc[0]:loc[1]]))), nil
 		}
 	}
+	// The config was checked as render checks it when the build was planned (checkRenderConfig).
 	cfg, err := kyaml.Parse(string(p.config))
 	if err != nil {
 		return nil, "", err
-	}
-	if _, err := renderconfig.Parse(p.config); err != nil {
-		var ce *renderconfig.Error
-		if errors.As(err, &ce) {
-			return nil, "", errors.New(ce.In(p.configAt))
-		}
-		return nil, "", fmt.Errorf("%s: %w", p.configAt, err)
 	}
 	items := m.ToRNodeSlice()
 	index := make(map[*kyaml.RNode]int, len(items))
@@ -486,7 +535,7 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 	pc := types.EnabledPluginConfig(types.BploUseStaticallyLinked)
 	pc.FnpLoadingOptions.EnableExec = true
 	opts.PluginConfig = pc
-	m, err := krusty.MakeKustomizer(opts).Run(fs, dir)
+	m, err := kustomize(krusty.MakeKustomizer(opts), fs, dir)
 	// A file render would refuse to read is a problem of the input whatever kustomize made of
 	// it (it stops on the error ReadFile returned, in words of its own around ours).
 	if bad := fs.unreadable(); len(bad) > 0 {
@@ -517,17 +566,82 @@ func run(fs selfFS, dir string) (resmap.ResMap, error) {
 
 // checkYAML reads a file of the tree as render reads YAML (manifest/yamlread): kustomize's reader
 // takes the last of two equal keys, UTF-16, and aliases that expand without bound, so a
-// kustomization with resources: listed twice built from the second list alone.
+// kustomization with resources: listed twice built from the second list alone. A document that
+// is an object (a mapping with apiVersion and kind: a resource, a patch, a List, a
+// kustomization) is read as render reads one (yamlread.ReadDocument), and its metadata checked
+// as render checks it (checkMetadata): kustomize reads metadata with kyaml, which builds
+// metadata: [a] as an object without a name, and an annotation k: [v] as k: "".
 // The error names the document and the line in the file, as render's does; the caller adds the
 // file.
 func checkYAML(b []byte) error {
 	nodes, err := yamlread.ReadNodes(b)
-	for i := 0; err == nil && i < len(nodes); i++ {
-		if _, verr := yamlread.NodeValue(nodes[i].Node); verr != nil {
-			err = fmt.Errorf("document %d, %w", nodes[i].Index, verr)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if !isObjectNode(n.Node) {
+			if _, err := yamlread.NodeValue(n.Node); err != nil {
+				return fmt.Errorf("document %d, %w", n.Index, err)
+			}
+			continue
+		}
+		docs, err := yamlread.ReadDocument(n)
+		if err != nil {
+			return err
+		}
+		if err := checkMetadata(n, docs); err != nil {
+			return err
 		}
 	}
-	return err
+	return nil
+}
+
+// isObjectNode tells a document written as an object: a mapping with apiVersion and kind.
+func isObjectNode(n *kyaml.Node) bool {
+	return childNode(n, "apiVersion") != nil && childNode(n, "kind") != nil
+}
+
+// childNode is the value of key in a mapping node, or nil.
+func childNode(n *kyaml.Node, key string) *kyaml.Node {
+	if n == nil || n.Kind != kyaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == kyaml.ScalarNode && k.Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// checkMetadata refuses the first object of a document (its object, or a List's item) whose
+// metadata render refuses in every object (yamlread.MetadataProblems), at the field's line. A
+// SandboxRender is render's configuration, whose metadata is a configuration error (exit code 2)
+// in render: checkRenderConfig checks the root's, renderconfig any other.
+func checkMetadata(n yamlread.Node, docs []yamlread.Document) error {
+	kind := childNode(n.Node, "kind")
+	items := childNode(n.Node, "items")
+	list := len(docs) != 1 || kind.Kind == kyaml.ScalarNode && strings.HasSuffix(kind.Value, "List") && items != nil && items.Kind == kyaml.SequenceNode
+	for i, d := range docs {
+		o := d.Object
+		if o.GetAPIVersion() == renderconfig.APIVersion && o.GetKind() == renderconfig.Kind {
+			continue
+		}
+		errs := yamlread.MetadataProblems(o.Object, nil)
+		if len(errs) == 0 {
+			continue
+		}
+		path, where := errs[0].Field, ""
+		if list {
+			path, where = fmt.Sprintf("items[%d].%s", i, path), fmt.Sprintf("items[%d] of the %s: ", i, kind.Value)
+		}
+		line := yamlread.FieldLine(n.Node, path)
+		if line == 0 {
+			line = n.Line
+		}
+		return fmt.Errorf("document %d, line %d: %s%s", n.Index, line, where, errs[0].Error())
+	}
+	return nil
 }
 
 // isYAMLFile tells the files a build reads as YAML: kustomizations, and resources, patches and
@@ -751,8 +865,10 @@ func (f selfFS) renders() bool {
 // arguments, so none are lost.
 func rewriteExecPath(b []byte, fn function) ([]byte, bool, error) {
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(b), OmitReaderAnnotations: true}).Read()
-	if err != nil {
-		return b, false, nil // not ours to judge; kustomize will report it
+	// Not ours to judge; kustomize will report it. A node that is not a mapping is no object
+	// kustomize takes, and kyaml's accessors (isMapping), kio.ByteWriter's too, panic on one.
+	if err != nil || slices.ContainsFunc(nodes, func(n *kyaml.RNode) bool { return !isMapping(n) }) {
+		return b, false, nil
 	}
 	changed := false
 	for _, n := range nodes {

@@ -2,6 +2,7 @@ package kbuild
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
@@ -242,6 +244,12 @@ func TestMalformedRenderConfigMetadata(t *testing.T) {
 		"labels a list":            "metadata: {name: render, labels: [a]}",
 		"labels a scalar":          "metadata: {name: render, labels: 3}",
 		"annotations a list, only": "metadata: {annotations: [x]}",
+		"name a list":              "metadata: {name: [a]}",
+		"annotation value a list":  "metadata: {name: render, annotations: {k: [v]}}",
+		// With the function annotation, on the one-pass path too: these built, the copy of the
+		// config named sandbox-render, without the labels.
+		"labels a scalar, to run": "metadata: {name: render, labels: 3, annotations: {config.kubernetes.io/function: 'exec: {path: ./not-used}'}}",
+		"name a list, to run":     "metadata: {name: [a], annotations: {config.kubernetes.io/function: 'exec: {path: ./not-used}'}}",
 	}
 	for name, meta := range cases {
 		for _, slow := range []bool{false, true} {
@@ -261,6 +269,94 @@ func TestMalformedRenderConfigMetadata(t *testing.T) {
 				}()
 				if err == nil {
 					t.Fatalf("build of a render.yaml with %s succeeded, want an error", meta)
+				}
+			})
+		}
+	}
+}
+
+// TestNoPanicOnWhatKyamlMisreads: a file of the tree that holds a list where kyaml's accessors
+// read a mapping (isMapping), metadata kustomize would misread (checkMetadata), or a patch that
+// makes metadata a list inside kustomize (kustomize) is an error on both paths, never a panic:
+// each of these crashed sandbox-render build with a goroutine dump, or built an annotation k: [v]
+// as k: "". Problems of the files are findings (exit code 1), as render reports them; the rest
+// are kustomize's errors (exit code 2).
+func TestNoPanicOnWhatKyamlMisreads(t *testing.T) {
+	self := testenv.SandboxRender(t)
+	config := fmt.Sprintf(renderConfig, "mode: expand")
+	cases := map[string]struct {
+		reason        string
+		kustomization string
+		files         map[string]string
+		findings      bool
+		want          string
+	}{
+		"config file a list": {
+			reason: "isSandboxRenderConfig read the one document's apiVersion",
+			files:  map[string]string{"render.yaml": "- a\n"},
+			want:   "render.yaml",
+		},
+		"config file a List of a list": {
+			reason:   "kio.ByteReader unwraps a List's items, [a] among them",
+			files:    map[string]string{"render.yaml": "apiVersion: v1\nkind: List\nitems:\n- [a]\n"},
+			findings: true,
+			want:     "items[0] of the List: every item must be an object",
+		},
+		"config, then a list": {
+			reason: "rewriteExecPath read every document's apiVersion, and kio.ByteWriter their annotations",
+			files:  map[string]string{"render.yaml": config + "---\n- a\n"},
+			want:   "render.yaml",
+		},
+		"a list in a file naming SandboxRender": {
+			reason: "every file holding both words goes through rewriteExecPath",
+			files:  map[string]string{"others.yaml": "# " + renderconfig.APIVersion + " " + renderconfig.Kind + "\n- a\n"},
+			want:   "others.yaml",
+		},
+		"annotation value a list": {
+			reason:   `kustomize built the template's annotation k: [v] as k: "", and the build succeeded`,
+			files:    map[string]string{"template.yaml": strings.Replace(template, "  name: python\n", "  name: python\n  annotations: {k: [v]}\n", 1)},
+			findings: true,
+			want:     "template.yaml: document 1, line 5: metadata.annotations[k]: Invalid value: \"a list\": must be a string",
+		},
+		"labels a number on a ConfigMap": {
+			reason:   "passed through by kustomize and render alike, and refused by the API server",
+			files:    map[string]string{"others.yaml": strings.Replace(others, "  name: settings\n", "  name: settings\n  labels: 3\n", 1)},
+			findings: true,
+			want:     "others.yaml: document 2, line 10: metadata.labels: Invalid value: 3: must be a mapping of strings to strings",
+		},
+		"inline patch makes annotations a list": {
+			reason:        "kyaml panicked inside kustomize's PatchTransformer",
+			kustomization: "patches:\n- patch: |-\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: settings, annotations: [a]}\n",
+			want:          "kustomize's PatchTransformer crashed building this tree: runtime error: index out of range",
+		},
+		"JSON 6902 patch makes metadata a list": {
+			reason:        "kyaml panicked inside kustomize's PatchTransformer",
+			kustomization: "patches:\n- target: {kind: ConfigMap}\n  patch: |-\n    - {op: replace, path: /metadata, value: [a]}\n",
+			want:          "makes an object's metadata, labels or annotations a list",
+		},
+	}
+	for name, tc := range cases {
+		for _, slow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, NoFastPath %v", name, slow), func(t *testing.T) {
+				dir := tree(t, 1, tc.kustomization, "mode: expand")
+				writeTree(t, dir, tc.files)
+				var err error
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							t.Fatalf("%s: build panicked: %v", tc.reason, p)
+						}
+					}()
+					_, err = Build(dir, self, Options{NoFastPath: slow})
+				}()
+				var fe *FindingsError
+				switch {
+				case err == nil:
+					t.Fatalf("%s: build succeeded, want an error", tc.reason)
+				case errors.As(err, &fe) != tc.findings:
+					t.Errorf("%s: findings %v, want %v: %v", tc.reason, !tc.findings, tc.findings, err)
+				case !strings.Contains(err.Error(), tc.want):
+					t.Errorf("%s: error %q, want one containing %q", tc.reason, err, tc.want)
 				}
 			})
 		}

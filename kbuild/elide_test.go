@@ -84,7 +84,7 @@ func TestElisionIsInvisible(t *testing.T) {
 		}},
 		"not strings": {reason: "values that are not strings are left to kustomize", files: map[string]string{
 			"kustomization.yaml": "resources:\n- cm.yaml\n",
-			"cm.yaml":            strings.ReplaceAll(configMap, ": v", ": 1"),
+			"cm.yaml":            strings.TrimSuffix(configMap, wideMapping(6, "  ", "v")) + wideMapping(6, "  ", "1"),
 		}},
 		"anchors": {reason: "an anchored mapping is copied where it is used: left to kustomize", files: map[string]string{
 			"kustomization.yaml": "resources:\n- w.yaml\n",
