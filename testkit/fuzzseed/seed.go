@@ -51,6 +51,24 @@ var Repros = []string{
 	"apiVersion: v1\nkind: A\ndata: {k: \"a\xff\xfeb\"}\n",
 	"apiVersion: v1\nkind: A\n...\napiVersion: v1\nkind: B\n",
 	"apiVersion: v1\nkind: A\n...\n# only a comment\n...\n---\napiVersion: v1\nkind: B\n",
+	// Issue 37, item 1: metadata, labels and annotations of every shape kyaml's accessors misread
+	// (a list of odd length panicked them), on a SandboxRender config, an agent-sandbox object and
+	// an object passed through; a document that is a list, and a List's item that is one, in a
+	// file naming SandboxRender (kbuild read every document of such a file with kyaml).
+	"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: [a]\n",
+	"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: a\n",
+	"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: null\n",
+	"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: {annotations: [x]}\n",
+	"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: {name: [a], labels: 3, annotations: {k: [v], config.kubernetes.io/function: 'exec: {path: ./x}'}}\n",
+	"apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata: {annotations: [x]}\nspec:\n  podTemplate:\n    spec:\n      containers: [{name: a, image: b}]\n",
+	"apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxTemplate\nmetadata: {name: t, labels: 3}\nspec:\n  podTemplate:\n    spec:\n      containers: [{name: a, image: b}]\n",
+	"apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxClaim\nmetadata: {name: [a]}\nspec:\n  warmPoolRef: {name: p}\n",
+	"apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxWarmPool\nmetadata: {name: p, annotations: {k: [v]}}\nspec:\n  replicas: 1\n  sandboxTemplateRef: {name: t}\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata: null\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: a\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, labels: [a], annotations: {k: [v]}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: [a], annotations: [x]}\n",
+	"# render.sandbox-gitops.dev/v1alpha1 SandboxRender\n- a\n",
+	"# render.sandbox-gitops.dev/v1alpha1 SandboxRender\napiVersion: v1\nkind: List\nitems:\n- [a]\n",
+	"apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: {name: r, annotations: {config.kubernetes.io/function: 'exec: {path: ./x}'}}\n---\n- a\n",
 }
 
 // ResourceLists are the function's repros, as whole ResourceLists.
@@ -81,6 +99,13 @@ var ResourceLists = []string{
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n---\na: [\n",
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data: {k: \"a\x00b\"}\n",
 	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  spec: {resources: [{}], policies: {packs: {runtimeClass: {allowed: [\"Bad Name\"]}}}}\n",
+	// Issue 37, item 1: a functionConfig's metadata of every shape kyaml misreads, and results
+	// that are no list of results (they passed without a word).
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  metadata: [a]\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  metadata: null\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n  apiVersion: render.sandbox-gitops.dev/v1alpha1\n  kind: SandboxRender\n  metadata: {name: [a], labels: 3, annotations: {k: [v]}}\n  spec: {resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: c, annotations: [x]}}]}\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c, annotations: {config.kubernetes.io/path: [a]}}\nresults: a\n",
+	"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nresults: [[a]]\n",
 }
 
 // GoldenInputs are the input files of the golden render cases and of the bad inputs (the files
