@@ -22,7 +22,7 @@ help: ## Show the targets.
 build: ## Build every binary into ./bin.
 	go build -o $(BIN)/ ./cmd/...
 
-tools: ## Build kube-apiserver, etcd, kustomize, controller-gen, helm, kube-controller-manager, kube-scheduler, kwok, registry, kubelet, kube-proxy, CoreDNS and local-path-provisioner from Go modules (cached by hash); install the real node's Debian packages (containerd, runc, CNI plugins, busybox-static) when missing.
+tools: ## Build kube-apiserver, etcd, kustomize, controller-gen, helm, kube-controller-manager, kube-scheduler, kwok, registry, kubelet, kube-proxy, CoreDNS, local-path-provisioner and upstream's agent-sandbox-controller from Go modules (cached by hash); install the real node's Debian packages (containerd, runc, CNI plugins, busybox-static) when missing.
 	hack/tools.sh
 
 manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBAC of controller/ and webhook/ in config/rbac, and the chart's copies (make chart).
@@ -94,8 +94,8 @@ bench: ## Run the benchmarks (figures go into the README); the scale table runs 
 	SANDBOX_BENCH_SIZES=4000 go test -run '^$$' -bench Converge -benchtime 1x -timeout 60m ./controller/
 	go test -run '^$$' -bench Claims -benchtime 1x -timeout 20m ./controller/
 
-bench-scale: ## Upstream's kwok scale scenarios with a floor in the same run, the rate this machine sustains, and convergence of 1k to 10k Sandboxes with a restart, each on a local cluster of 100 kwok Nodes (not in CI; about an hour).
-	@for t in $(CLUSTER_TOOLS); do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
+bench-scale: ## Upstream's kwok scale scenarios with a floor in the same run (SANDBOX_SCALE_CONTROLLERS=ours,upstream: upstream's own controller too, after ours), the rate this machine sustains, and convergence of 1k to 10k Sandboxes with a restart, each on a local cluster of 100 kwok Nodes (not in CI; about an hour).
+	@for t in $(CLUSTER_TOOLS) agent-sandbox-controller; do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
 	go test -run '^$$' -bench 'ScaleClaims' -benchtime 1x -timeout 120m ./scale/
 	go test -run '^$$' -bench 'ScaleThroughput' -benchtime 1x -timeout 120m ./scale/
 	go test -run '^$$' -bench 'ScaleConverge' -benchtime 1x -timeout 180m ./scale/

@@ -8,7 +8,10 @@
 # so that none of their dependencies enter the main module's go.mod or its test builds.
 # Upstream agent-sandbox's e2e suite is built the same way, as two test binaries (`go test -c`,
 # tools named *.test, from hack/tools/agent-sandbox-e2e) for `make e2e-upstream`; they are not
-# among the default tools.
+# among the default tools. Upstream's controller itself (cmd/agent-sandbox-controller of the same
+# version, tool agent-sandbox-controller, from hack/tools/agent-sandbox-controller) is a default tool:
+# `make bench-scale` runs it beside ours (SANDBOX_SCALE_CONTROLLERS). It has a wrapper of its own so
+# that its go.sum, and so its hash, is not the e2e binaries' (a change to one rebuilds only it).
 #
 # Binaries are cached outside the clone, keyed by a hash of everything that goes into them (the
 # wrapper's go.mod and go.sum, the ldflags and the Go version), so a fresh clone on a machine that
@@ -49,6 +52,7 @@ declare -A pkg=(
   [kube-router]=github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
   [agent-sandbox-e2e.test]=sigs.k8s.io/agent-sandbox/test/e2e
   [agent-sandbox-e2e-extensions.test]=sigs.k8s.io/agent-sandbox/test/e2e/extensions
+  [agent-sandbox-controller]=sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller
 )
 # The wrapper module of a tool, when it is not hack/tools/<tool>.
 declare -A wrapper=(
@@ -79,10 +83,13 @@ declare -A ldflags=(
   [kube-router]="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v2.1.0"
   [agent-sandbox-e2e.test]="-s -w"
   [agent-sandbox-e2e-extensions.test]="-s -w"
+  # As upstream's Makefile stamps its version (`agent-sandbox-controller --version`); no build date,
+  # so that the binary depends on its inputs only.
+  [agent-sandbox-controller]="-s -w -X sigs.k8s.io/agent-sandbox/internal/version.gitVersion=v1.0.1"
 )
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry kubelet kube-proxy coredns local-path-provisioner kube-router)
+[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry kubelet kube-proxy coredns local-path-provisioner kube-router agent-sandbox-controller)
 
 # kwok's binary has no stages built in: kwokctl hands it its default ones (fake nodes become Ready
 # and keep a lease, Pods on them become Running and Ready with an IP, deletions complete) in a
