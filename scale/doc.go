@@ -6,4 +6,8 @@
 // them with `make bench-scale`. SANDBOX_SCALE_CONTROLLER_ARGS adds flags to the controller's
 // (space-separated: "--separate-watch-connection" measures a connection of its own for the
 // watches), SANDBOX_SCALE_PROFILE names a directory for its CPU profiles.
+// SANDBOX_SCALE_CONTROLLERS=ours,upstream (default ours) also runs upstream agent-sandbox's own
+// controller (bin/agent-sandbox-controller, v1.0.1, with its scale test's flags) on the claim
+// scenarios, after ours in the same cluster, and reports its figures with an upstream- prefix, so
+// that the two are compared on one machine and one cluster rather than across runs.
 package scale
