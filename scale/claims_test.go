@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,20 +106,31 @@ func (p claimParams) claims(scenario string) int {
 // the API server (apiserver_request_total). Upstream's pass thresholds: p50 300 ms, p90 300 ms,
 // p99 500 ms.
 //
+// SANDBOX_SCALE_CONTROLLERS=ours,upstream runs upstream agent-sandbox's own controller after ours,
+// in the same cluster and a namespace of its own, with its scale test's flags: its figures carry
+// an upstream- prefix (upstream_test.go).
+//
 // Run with `make bench-scale`; SANDBOX_SCALE_{NODES,POOL,RATE,SECONDS,BURST,BURSTS,PAUSE,CLIENTS,
 // SCENARIOS} override the parameters.
 func BenchmarkScaleClaims(b *testing.B) {
 	p := readClaimParams(b)
+	ctls := readScaleControllers(b)
 	for _, scenario := range p.scenarios {
 		b.Run(scenario, func(b *testing.B) {
 			for range b.N {
 				e := startEnv(b, p.nodes)
-				floor := e.claimRun(b, p, scenario, true)
-				ctl := e.claimRun(b, p, scenario, false)
+				floor := e.claimRun(b, p, scenario, modeFloor)
+				runs := make([]claimResult, len(ctls))
+				for i, c := range ctls {
+					runs[i] = e.claimRun(b, p, scenario, c.mode)
+				}
 				floor.report(b, "floor-")
-				ctl.report(b, "")
-				b.ReportMetric(ctl.q(0.99).Seconds()/floor.q(0.99).Seconds(), "x-floor-p99")
-				b.Logf("%s: controller p99 %v is %.2fx the floor's %v", scenario, ctl.q(0.99), ctl.q(0.99).Seconds()/floor.q(0.99).Seconds(), floor.q(0.99))
+				for i, c := range ctls {
+					ctl := runs[i]
+					ctl.report(b, c.prefix)
+					b.ReportMetric(ctl.q(0.99).Seconds()/floor.q(0.99).Seconds(), c.prefix+"x-floor-p99")
+					b.Logf("%s: %s p99 %v is %.2fx the floor's %v", scenario, c.mode, ctl.q(0.99), ctl.q(0.99).Seconds()/floor.q(0.99).Seconds(), floor.q(0.99))
+				}
 			}
 		})
 	}
@@ -150,6 +162,10 @@ type claimResult struct {
 	cpuShares     string
 	// queues is, per reconciler, its mean wait in the work queue and mean pass.
 	queues string
+	// timeline is the second-by-second report of the burst (SANDBOX_SCALE_TIMELINE).
+	timeline string
+	// mode is the run's: floor, controller (ours) or upstream.
+	mode string
 }
 
 func (r claimResult) q(q float64) time.Duration { return benchkit.Quantile(r.latencies, q) }
@@ -176,38 +192,47 @@ func criticalWrite(key string) bool {
 }
 
 func (r claimResult) report(b *testing.B, prefix string) {
-	critical, _ := r.writes.Since(nil, criticalWrite)
+	roles := writeRolesOf(r.mode)
+	critical, _ := r.writes.Since(nil, roles.critical)
 	_, criticalTotal := critical.Since(nil, nil)
-	criticalTotal -= float64(r.created) // the refill's creates are Sandbox applies too
-	_, all := r.writes.Since(nil, controllerWrite)
+	if roles.refillCritical {
+		criticalTotal -= float64(r.created) // the refill's creates are Sandbox applies too
+	}
+	_, all := r.writes.Since(nil, roles.controller)
 	events := r.writes["events POST"]
 	for name, q := range map[string]float64{"p50": 0.5, "p90": 0.9, "p99": 0.99} {
 		b.ReportMetric(float64(r.q(q).Microseconds())/1000, prefix+"ms-"+name)
 	}
 	b.ReportMetric(criticalTotal/float64(r.n), prefix+"critical-writes/claim")
-	if prefix == "" {
-		b.ReportMetric(all/float64(r.n), "writes/claim")
-		b.ReportMetric(r.refill.Seconds(), "s-pool-refill")
-		b.ReportMetric(r.controllerRSS, "MiB-controller-peak-rss")
-		b.ReportMetric(r.cpu["controller"].Seconds(), "s-cpu-controller")
+	if r.mode != modeFloor {
+		b.ReportMetric(all/float64(r.n), prefix+"writes/claim")
+		b.ReportMetric(r.refill.Seconds(), prefix+"s-pool-refill")
+		b.ReportMetric(r.controllerRSS, prefix+"MiB-controller-peak-rss")
+		b.ReportMetric(r.cpu["controller"].Seconds(), prefix+"s-cpu-controller")
 	}
 	b.ReportMetric(r.cpu["kube-apiserver"].Seconds(), prefix+"s-cpu-apiserver")
 	b.ReportMetric(r.cpu["etcd"].Seconds(), prefix+"s-cpu-etcd")
 	b.Logf("%sp50 %v p90 %v p99 %v max %v of %d claims; load %.1f/s achieved (max lag %v); writes per claim: %.2f critical, %.2f in all (events %.0f, the scheduler's included); pool refilled %v after the first create, %v after the last Ready; window %v, CPU: %s; writes %v; reads %v; reconcilers (mean wait in queue / mean pass): %s",
 		prefix, r.q(0.5), r.q(0.9), r.q(0.99), r.q(1), r.n, r.rate, r.lag, criticalTotal/float64(r.n), all/float64(r.n), events,
 		r.refill.Round(10*time.Millisecond), r.refillAfter.Round(10*time.Millisecond), r.wall.Round(10*time.Millisecond), r.cpuShares, r.writes, r.reads, r.queues)
+	if r.timeline != "" {
+		// A benchmark's log is cut short; the timeline goes to a file of its own.
+		name := filepath.Join(os.Getenv("SANDBOX_SCALE_TIMELINE"), strings.ReplaceAll(b.Name(), "/", "_")+"-"+prefix+"timeline.txt")
+		if err := os.WriteFile(name, []byte("second by second, from the first create:"+r.timeline+"\n"), 0o644); err != nil {
+			b.Logf("writing the timeline: %v", err)
+		} else {
+			b.Logf("%stimeline: %s", prefix, name)
+		}
+	}
 }
 
 // claimRun runs one scenario in a namespace of its own: a pool filled by the controller, then
-// the burst, with the controller (floor false) or with the critical writes sent directly and no
-// controller (floor true).
-func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario string, floor bool) claimResult {
-	mode := "controller"
-	if floor {
-		mode = "floor"
-	}
+// the burst, with the controller (mode controller: ours; upstream: upstream's) or with the
+// critical writes sent directly and no controller (mode floor, whose pool ours fills).
+func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario, mode string) claimResult {
+	floor := mode == modeFloor
 	ns := e.newNamespace(b, scenario+"-"+mode)
-	ctl := e.startController(b, ns)
+	ctl := e.startFor(b, ns, mode)
 	fill := e.fillPool(b, ns, p.pool)
 	b.Logf("%s/%s: pool of %d Ready in %v", scenario, mode, p.pool, fill.Round(100*time.Millisecond))
 	op := e.createClaim(ns)
@@ -228,9 +253,16 @@ func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario string, floor 
 		b.Fatal(err)
 	}
 	cpuBefore := benchkit.CPU(e.pids(ctl))
+	burst := time.Duration(float64(n) / p.rate * float64(time.Second))
 	if !floor {
-		ctl.profile(b, scenario+"-burst.pb.gz", time.Duration(float64(n)/p.rate*float64(time.Second)))
+		ctl.profile(b, profileName(scenario, mode), burst)
 	}
+	e.profileAPIServer(b, scenario+"-"+mode+"-apiserver.pb.gz", burst)
+	var ctlMetrics string
+	if !floor {
+		ctlMetrics = ctl.metrics
+	}
+	tl := e.startTimeline(e.pids(ctl), ctlMetrics)
 	start := time.Now()
 	var results []loadgen.Result
 	switch scenario {
@@ -248,7 +280,20 @@ func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario string, floor 
 		b.Fatalf("scenario %q: want continuous-burst or rapid-burst", scenario)
 	}
 	lastReady := ready.await(b, n)
-	r := claimResult{n: n}
+	r := claimResult{n: n, mode: mode}
+	if tl != nil {
+		var created, seen []time.Time
+		var lat []time.Duration
+		offset := 0
+		for _, res := range results {
+			for i, op := range res.Ops {
+				at := ready.at(claimName(offset + i))
+				created, seen, lat = append(created, op.Started), append(seen, at), append(lat, at.Sub(op.Started))
+			}
+			offset += len(res.Ops)
+		}
+		r.timeline = tl.finish(created, seen, lat)
+	}
 	if !floor {
 		e.waitPool(b, ns, p.pool, 10*time.Minute)
 		r.refill, r.refillAfter = time.Since(start), time.Since(lastReady)
@@ -523,8 +568,8 @@ func BenchmarkScaleThroughput(b *testing.B) {
 				q := p
 				q.rate = rate
 				e := startEnv(b, p.nodes)
-				floor := e.claimRun(b, q, "continuous-burst", true)
-				ctl := e.claimRun(b, q, "continuous-burst", false)
+				floor := e.claimRun(b, q, "continuous-burst", modeFloor)
+				ctl := e.claimRun(b, q, "continuous-burst", modeOurs)
 				floor.report(b, "floor-")
 				ctl.report(b, "")
 				if floor.q(0.99) <= 500*time.Millisecond {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -121,6 +122,30 @@ func (p *controllerProc) profile(b *testing.B, name string, d time.Duration) {
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
+		_ = os.WriteFile(filepath.Join(dir, name), body, 0o644)
+	}()
+}
+
+// profileAPIServer saves a CPU profile of the API server over d to $SANDBOX_SCALE_PROFILE/name,
+// when profiling is on (the API server serves /debug/pprof to a cluster admin); it returns at
+// once and writes when the profile is done.
+func (e *scaleEnv) profileAPIServer(b *testing.B, name string, d time.Duration) {
+	dir := os.Getenv("SANDBOX_SCALE_PROFILE")
+	if dir == "" {
+		return
+	}
+	cs, err := kubernetes.NewForConfig(e.cfg)
+	if err != nil {
+		b.Logf("profile %s: %v", name, err)
+		return
+	}
+	go func() {
+		body, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).
+			Timeout(d+time.Minute).DoRaw(context.Background())
+		if err != nil {
+			b.Logf("profile %s: %v", name, err)
+			return
+		}
 		_ = os.WriteFile(filepath.Join(dir, name), body, 0o644)
 	}()
 }
