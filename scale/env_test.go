@@ -141,7 +141,7 @@ func (e *scaleEnv) profileAPIServer(b *testing.B, name string, d time.Duration) 
 	}
 	go func() {
 		body, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).
-			Timeout(d+time.Minute).DoRaw(context.Background())
+			Timeout(d + time.Minute).DoRaw(context.Background())
 		if err != nil {
 			b.Logf("profile %s: %v", name, err)
 			return
