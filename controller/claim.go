@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,8 +45,9 @@ type ClaimReconciler struct {
 	x       *executor
 	configs *renderConfigs
 	workers int
-	// members and claims index the cache's pool members (by their warm-pool label) and claims
-	// (by their pool), which every claim pass reads.
+	// members and claims index the cache's pool members (by their warm-pool label, shared with
+	// the pool reconciler: see poolMembers) and claims (by their pool), which every claim pass
+	// reads.
 	members *pointerIndex[*agentsv1beta1.Sandbox]
 	claims  *pointerIndex[*extv1beta1.SandboxClaim]
 }
@@ -58,21 +58,12 @@ type ClaimReconciler struct {
 // them.
 func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	r.members = newPointerIndex(func(sb *agentsv1beta1.Sandbox) string {
-		if h := sb.Labels[agentsv1beta1.SandboxWarmPoolLabel]; h != "" {
-			return sb.Namespace + "/" + h
-		}
-		return ""
-	})
+	if r.members == nil {
+		return fmt.Errorf("the claim reconciler needs the pool members' index (Setup makes it)")
+	}
 	r.claims = newPointerIndex(func(c *extv1beta1.SandboxClaim) string { return c.Namespace + "/" + c.Spec.WarmPoolRef.Name })
-	for obj, h := range map[client.Object]toolscache.ResourceEventHandler{&agentsv1beta1.Sandbox{}: r.members.handler(), &extv1beta1.SandboxClaim{}: r.claims.handler()} {
-		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
-		if err != nil {
-			return err
-		}
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return err
-		}
+	if err := addIndexHandler(mgr, &extv1beta1.SandboxClaim{}, r.claims.handler()); err != nil {
+		return err
 	}
 	return controllerFor(mgr, r.x, "sandboxclaim", &extv1beta1.SandboxClaim{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind, r.workers,
 		func() client.ObjectList { return &extv1beta1.SandboxClaimList{} }).
@@ -169,6 +160,10 @@ func (r *ClaimReconciler) claimedSandbox(ctx context.Context, claim *extv1beta1.
 	owner := keyOf(extv1beta1.SandboxClaimKind, claim.Namespace, claim.Name)
 	if sb := controlledBy(list.Items, claim); sb != nil {
 		r.x.expect.release(owner) // the cache has it now
+		// And it shows the adoption, which moved the member past the version it was adopted on:
+		// that write is settled. Nothing else would settle it, since an adopted member leaves its
+		// pool's index (current), and every claim pass of the pool would walk the record.
+		r.x.expect.stale(keyOf(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name), sb.ResourceVersion)
 		return sb, nil
 	}
 	if name, ok := r.x.expect.acquired(owner, claim.UID, agentsv1beta1.SandboxKind); ok {
