@@ -1,10 +1,14 @@
 package controller
 
 import (
+	"context"
 	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 )
 
 // pointerIndex keeps, per key, the objects of one kind the cache holds, as the cache's own
@@ -28,6 +32,28 @@ type pointerIndex[T client.Object] struct {
 type indexed[T client.Object] struct {
 	obj     T
 	arrival uint64
+}
+
+// poolMembers is the index of the cache's Sandboxes by their pool: namespace and warm-pool label.
+// One is shared by the claim reconciler (every pass that looks for a member) and the pool
+// reconciler (its pre-pass counts the Ready members on every member event of a burst of claims).
+func poolMembers() *pointerIndex[*agentsv1beta1.Sandbox] {
+	return newPointerIndex(func(sb *agentsv1beta1.Sandbox) string {
+		if h := sb.Labels[agentsv1beta1.SandboxWarmPoolLabel]; h != "" {
+			return sb.Namespace + "/" + h
+		}
+		return ""
+	})
+}
+
+// addIndexHandler keeps an index as the cache's informer of obj's kind changes.
+func addIndexHandler(mgr ctrl.Manager, obj client.Object, h toolscache.ResourceEventHandler) error {
+	inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(h)
+	return err
 }
 
 func newPointerIndex[T client.Object](key func(T) string) *pointerIndex[T] {

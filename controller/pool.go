@@ -24,6 +24,8 @@ type PoolReconciler struct {
 	x       *executor
 	configs *renderConfigs
 	workers int
+	// members is the index of pool members shared with the claim reconciler (poolMembers).
+	members *pointerIndex[*agentsv1beta1.Sandbox]
 }
 
 // SetupWithManager registers the reconciler: pools, their members' events (an orphan's by its
@@ -51,15 +53,9 @@ func (r *PoolReconciler) keepsReserve(ctx context.Context, pool *extv1beta1.Sand
 	if r.x.gate.isOpen() {
 		return false // nothing to wait behind: no need to count (the plan says it again)
 	}
-	list := &agentsv1beta1.SandboxList{}
-	if err := r.x.client.List(ctx, list, client.InNamespace(pool.Namespace), client.MatchingFields{warmPoolIndex: render.NameHash(pool.Name)}); err != nil {
-		return false
-	}
-	sandboxes := make([]*agentsv1beta1.Sandbox, len(list.Items))
-	for i := range list.Items {
-		sandboxes[i] = &list.Items[i]
-	}
-	return render.PoolKeepsReserve(pool, sandboxes)
+	// The index's pointers, not a cache List: a List copies every member, and this runs on every
+	// member event while claims stream in, when the cores are the API server's.
+	return render.PoolKeepsReserve(pool, r.members.list(pool.Namespace+"/"+render.NameHash(pool.Name)))
 }
 
 // poolPass is a pool's pass: what was found, for render.PlanPool.

@@ -184,14 +184,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		return def
 	}
+	var members *pointerIndex[*agentsv1beta1.Sandbox]
+	if opts.runs("sandboxclaim") || opts.runs("sandboxwarmpool") {
+		members = poolMembers()
+		if err := addIndexHandler(mgr, &agentsv1beta1.Sandbox{}, members.handler()); err != nil {
+			return err
+		}
+	}
 	reconcilers := []struct {
 		name string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
 		{"sandbox", &SandboxReconciler{x: x, configs: configs, workers: workers(opts.SandboxWorkers, 100)}},
 		{"sandboxtemplate", &TemplateReconciler{x: x, configs: configs, workers: workers(opts.TemplateWorkers, 1)}},
-		{"sandboxclaim", &ClaimReconciler{x: x, configs: configs, workers: workers(opts.ClaimWorkers, 50)}},
-		{"sandboxwarmpool", &PoolReconciler{x: x, configs: configs, workers: workers(opts.PoolWorkers, 1)}},
+		{"sandboxclaim", &ClaimReconciler{x: x, configs: configs, workers: workers(opts.ClaimWorkers, 50), members: members}},
+		{"sandboxwarmpool", &PoolReconciler{x: x, configs: configs, workers: workers(opts.PoolWorkers, 1), members: members}},
 		{"sandboxrender", &SandboxRenderReconciler{Client: mgr.GetClient(), configs: configs}},
 	}
 	for _, rc := range reconcilers {

@@ -164,16 +164,24 @@ func PoolStatus(pool *extv1beta1.SandboxWarmPool, members []*agentsv1beta1.Sandb
 // controlled by the pool (or by nothing: an orphan the pool adopts). Members another object
 // controls are ignored, as upstream ignores them.
 func PoolMember(pool *extv1beta1.SandboxWarmPool, sb *agentsv1beta1.Sandbox) bool {
-	if sb.Namespace != pool.Namespace || sb.Labels[agentsv1beta1.SandboxWarmPoolLabel] != NameHash(pool.Name) {
-		return false
+	return poolMemberOf(pool, NameHash(pool.Name))(sb)
+}
+
+// poolMemberOf is PoolMember for one pool, with its name's hash computed once rather than for
+// each Sandbox asked about: a pool's pass asks it of every member.
+func poolMemberOf(pool *extv1beta1.SandboxWarmPool, hash string) func(*agentsv1beta1.Sandbox) bool {
+	return func(sb *agentsv1beta1.Sandbox) bool {
+		if sb.Namespace != pool.Namespace || sb.Labels[agentsv1beta1.SandboxWarmPoolLabel] != hash {
+			return false
+		}
+		ref := metav1.GetControllerOfNoCopy(sb)
+		if ref == nil {
+			return true
+		}
+		group, kind := groupKindOf(ref)
+		return group == extv1beta1.GroupVersion.Group && kind == extv1beta1.SandboxWarmPoolKind && ref.Name == pool.Name &&
+			(pool.UID == "" || ref.UID == pool.UID)
 	}
-	ref := metav1.GetControllerOfNoCopy(sb)
-	if ref == nil {
-		return true
-	}
-	group, kind := groupKindOf(ref)
-	return group == extv1beta1.GroupVersion.Group && kind == extv1beta1.SandboxWarmPoolKind && ref.Name == pool.Name &&
-		(pool.UID == "" || ref.UID == pool.UID)
 }
 
 // UpdateStrategy is a pool's effective strategy: OnReplenish unless Recreate is set.

@@ -105,14 +105,21 @@ func PoolBackground(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmP
 // PoolKeepsReserve is PoolBackground on the status the pool's members among sandboxes give
 // (PoolMember, PoolStatus), for a controller that asks before its pass reads anything else: the
 // pool's status as last written lags the claims that took members since.
+//
+// It counts Ready members only until there are enough: a controller asks it on every member
+// event of a burst of claims, of a pool of a thousand that keeps its reserve most of the time.
 func PoolKeepsReserve(pool *extv1beta1.SandboxWarmPool, sandboxes []*agentsv1beta1.Sandbox) bool {
-	members := make([]*agentsv1beta1.Sandbox, 0, len(sandboxes))
+	need := max(Replicas(pool)/4, 1) // PoolBackground's threshold, on PoolStatus's ReadyReplicas
+	member := poolMemberOf(pool, NameHash(pool.Name))
+	var ready int32
 	for _, sb := range sandboxes {
-		if PoolMember(pool, sb) {
-			members = append(members, sb)
+		if sb.DeletionTimestamp == nil && meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) && member(sb) {
+			if ready++; ready >= need {
+				return true
+			}
 		}
 	}
-	return PoolBackground(pool, PoolStatus(pool, members))
+	return false
 }
 
 // judge goes through the pool's members by name: orphans are taken in (or deleted when stale),
@@ -122,8 +129,9 @@ func PoolKeepsReserve(pool *extv1beta1.SandboxWarmPool, sandboxes []*agentsv1bet
 func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *extv1beta1.SandboxTemplate, hashes PoolHashes, now time.Time, opts Options) (active, held []*agentsv1beta1.Sandbox, terminating int) {
 	terminating = found.InFlightDeletes
 	recreate := UpdateStrategy(pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType
+	member := poolMemberOf(pool, NameHash(pool.Name))
 	for _, sb := range sortedByName(found.Sandboxes) {
-		if !PoolMember(pool, sb) {
+		if !member(sb) {
 			continue
 		}
 		if sb.DeletionTimestamp != nil {

@@ -622,3 +622,38 @@ func TestPoolKeepsReserve(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolKeepsReserveCountsAsPoolStatus: stopping the count at the reserve gives the answer
+// PoolBackground gives on PoolStatus of the pool's members, on every mix of members, claimed
+// Sandboxes, orphans, deleted and unready ones, and pool sizes.
+func TestPoolKeepsReserveCountsAsPoolStatus(t *testing.T) {
+	tpl := poolTemplate("python:3.12")
+	for replicas := int32(0); replicas <= 12; replicas++ {
+		pool := testPool(replicas, "")
+		for mix := range 200 {
+			var sandboxes, members []*agentsv1beta1.Sandbox
+			for i := range mix % 17 {
+				var opts []memberOpt
+				switch (mix*7 + i*3) % 6 {
+				case 0, 1:
+					opts = append(opts, ready)
+				case 2:
+					opts = append(opts, ready, deleting)
+				case 3:
+					opts = append(opts, ready, orphaned)
+				case 4:
+					opts = append(opts, ready, func(sb *agentsv1beta1.Sandbox) { sb.OwnerReferences[0].Kind = extv1beta1.SandboxClaimKind })
+				}
+				sb := member(pool, tpl, fmt.Sprintf("m-%d", i), time.Minute, opts...)
+				sandboxes = append(sandboxes, sb)
+				if PoolMember(pool, sb) {
+					members = append(members, sb)
+				}
+			}
+			want := PoolBackground(pool, PoolStatus(pool, members))
+			if got := PoolKeepsReserve(pool, sandboxes); got != want {
+				t.Fatalf("replicas %d, mix %d: PoolKeepsReserve = %v, PoolBackground on PoolStatus = %v", replicas, mix, got, want)
+			}
+		}
+	}
+}
