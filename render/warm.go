@@ -134,13 +134,14 @@ func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members [
 }
 
 // oldestFirst sorts members by creation, then by arrival (a member with none after those with
-// one), then by their place in PoolMemberNames (order), then by name; each member's keys are
-// looked up once, not on every comparison.
+// one), then by their place in PoolMemberNames (order), then by name. Each member's arrival is
+// looked up once, not on every comparison; its place in PoolMemberNames only when creation and
+// arrival tie, which among the members a controller's informer listed never happens (each has an
+// arrival of its own), so a claim pass on a pool of a thousand does not look up a thousand names.
 func oldestFirst(members []*agentsv1beta1.Sandbox, arrival map[string]uint64, order func(string) int) []*agentsv1beta1.Sandbox {
 	type keyed struct {
 		sb      *agentsv1beta1.Sandbox
 		arrival uint64
-		order   int
 	}
 	ks := make([]keyed, len(members))
 	for i, m := range members {
@@ -148,11 +149,16 @@ func oldestFirst(members []*agentsv1beta1.Sandbox, arrival map[string]uint64, or
 		if !ok {
 			a = math.MaxUint64
 		}
-		ks[i] = keyed{m, a, order(m.Name)}
+		ks[i] = keyed{m, a}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
-		return cmp.Or(a.sb.CreationTimestamp.Compare(b.sb.CreationTimestamp.Time), cmp.Compare(a.arrival, b.arrival),
-			cmp.Compare(a.order, b.order), strings.Compare(a.sb.Name, b.sb.Name))
+		if c := a.sb.CreationTimestamp.Compare(b.sb.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.arrival, b.arrival); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(order(a.sb.Name), order(b.sb.Name)), strings.Compare(a.sb.Name, b.sb.Name))
 	})
 	for i, k := range ks {
 		members[i] = k.sb
