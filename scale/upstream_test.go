@@ -3,7 +3,6 @@ package scale_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -109,7 +108,7 @@ func (e *scaleEnv) startUpstream(b *testing.B, ns string) *controllerProc {
 		pprof = metrics
 		args = append(args, "--enable-pprof")
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := niced(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := testenv.StartProcess(cmd); err != nil {
 		b.Fatal(err)
