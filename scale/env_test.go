@@ -194,19 +194,26 @@ func (p *controllerProc) stop() {
 	}
 }
 
-// queueTimes reads the controller's /metrics: per reconciler, the mean time a request waited in
-// its work queue and the mean pass (controller-runtime's histograms), and the passes.
-func (p *controllerProc) queueTimes() string {
+// reconcilerSums is a read of the controller's /metrics: per reconciler, the sums and counts of
+// controller-runtime's histograms of the time a request waited in its work queue and of a pass.
+// Two reads bracket a window (queueTimes).
+type reconcilerSums map[string]float64
+
+// reconcilers are the reconcilers reported, by their controller-runtime names (upstream's are
+// the same).
+var reconcilers = []string{"sandboxclaim", "sandbox", "sandboxwarmpool"}
+
+func (p *controllerProc) reconcilerSums() (reconcilerSums, error) {
 	resp, err := http.Get("http://" + p.metrics + "/metrics")
 	if err != nil {
-		return err.Error()
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err.Error()
+		return nil, err
 	}
-	sums := map[string]float64{}
+	sums := reconcilerSums{}
 	for _, line := range strings.Split(string(body), "\n") {
 		for _, m := range []string{"workqueue_queue_duration_seconds", "controller_runtime_reconcile_time_seconds"} {
 			for _, part := range []string{"_sum{", "_count{"} {
@@ -215,6 +222,9 @@ func (p *controllerProc) queueTimes() string {
 					continue
 				}
 				i := strings.LastIndex(rest, "} ")
+				if i < 0 {
+					continue
+				}
 				name := ""
 				for _, kv := range strings.Split(rest[:i], ",") {
 					if k, v, _ := strings.Cut(kv, "="); k == "name" || k == "controller" {
@@ -226,10 +236,23 @@ func (p *controllerProc) queueTimes() string {
 			}
 		}
 	}
+	return sums, nil
+}
+
+// passes is how many passes reconciler name made between before and s.
+func (s reconcilerSums) passes(before reconcilerSums, name string) float64 {
+	k := "controller_runtime_reconcile_time_seconds|_count{|" + name
+	return s[k] - before[k]
+}
+
+// queueTimes says, per reconciler, the mean time a request waited in its work queue and the
+// mean pass between before and s, and the passes.
+func (s reconcilerSums) queueTimes(before reconcilerSums) string {
 	var out []string
-	for _, name := range []string{"sandboxclaim", "sandbox", "sandboxwarmpool"} {
-		q, qn := sums["workqueue_queue_duration_seconds|_sum{|"+name], sums["workqueue_queue_duration_seconds|_count{|"+name]
-		r, rn := sums["controller_runtime_reconcile_time_seconds|_sum{|"+name], sums["controller_runtime_reconcile_time_seconds|_count{|"+name]
+	for _, name := range reconcilers {
+		d := func(m, part string) float64 { k := m + "|" + part + "|" + name; return s[k] - before[k] }
+		q, qn := d("workqueue_queue_duration_seconds", "_sum{"), d("workqueue_queue_duration_seconds", "_count{")
+		r, rn := d("controller_runtime_reconcile_time_seconds", "_sum{"), d("controller_runtime_reconcile_time_seconds", "_count{")
 		if qn > 0 && rn > 0 {
 			out = append(out, fmt.Sprintf("%s %v / %v over %.0f passes", name, time.Duration(q/qn*float64(time.Second)).Round(time.Millisecond),
 				time.Duration(r/rn*float64(time.Second)).Round(time.Millisecond), rn))
