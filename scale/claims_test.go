@@ -134,7 +134,7 @@ func BenchmarkScaleClaims(b *testing.B) {
 					_ = e.c.Stop()
 					for i, c := range ctls {
 						ctl := results[run][i]
-						b.Logf("%s run %d of %d: %s p99 %v is %.2fx the floor's %v", scenario, run+1, runs, c.mode, ctl.q(0.99).Round(time.Millisecond),
+						say(b, "%s run %d of %d: %s p99 %v is %.2fx the floor's %v", scenario, run+1, runs, c.mode, ctl.q(0.99).Round(time.Millisecond),
 							ctl.q(0.99).Seconds()/floors[run].q(0.99).Seconds(), floors[run].q(0.99).Round(time.Millisecond))
 					}
 				}
@@ -199,7 +199,7 @@ func reportSpread(b *testing.B, prefix string, runs, floors []claimResult) {
 	if floors != nil {
 		b.ReportMetric(worst, prefix+"x-floor-p99-highest")
 	}
-	b.Logf("%sp99 of each run: %s", prefix, strings.Join(each, ", "))
+	say(b, "%sp99 of each run: %s", prefix, strings.Join(each, ", "))
 }
 
 // claimResult is what one run of a scenario measured.
@@ -283,16 +283,16 @@ func (r claimResult) report(b *testing.B, prefix string) {
 	}
 	b.ReportMetric(r.cpu["kube-apiserver"].Seconds(), prefix+"s-cpu-apiserver")
 	b.ReportMetric(r.cpu["etcd"].Seconds(), prefix+"s-cpu-etcd")
-	b.Logf("%sp50 %v p90 %v p99 %v max %v of %d claims; load %.1f/s achieved (max lag %v); writes per claim: %.2f critical, %.2f in all (events %.0f, the scheduler's included); pool refilled %v after the first create, %v after the last Ready; window %v, CPU: %s; writes %v; reads %v; reconcilers (mean wait in queue / mean pass): %s",
+	say(b, "%sp50 %v p90 %v p99 %v max %v of %d claims; load %.1f/s achieved (max lag %v); writes per claim: %.2f critical, %.2f in all (events %.0f, the scheduler's included); pool refilled %v after the first create, %v after the last Ready; window %v, CPU: %s; writes %v; reads %v; reconcilers (mean wait in queue / mean pass): %s",
 		prefix, r.q(0.5), r.q(0.9), r.q(0.99), r.q(1), r.n, r.rate, r.lag, criticalTotal/float64(r.n), all/float64(r.n), events,
 		r.refill.Round(10*time.Millisecond), r.refillAfter.Round(10*time.Millisecond), r.wall.Round(10*time.Millisecond), r.cpuShares, r.writes, r.reads, r.queues)
 	if r.timeline != "" {
 		// A benchmark's log is cut short; the timeline goes to a file of its own.
 		name := filepath.Join(os.Getenv("SANDBOX_SCALE_TIMELINE"), strings.ReplaceAll(b.Name(), "/", "_")+"-"+prefix+"timeline-"+time.Now().Format("150405")+".txt")
 		if err := os.WriteFile(name, []byte("second by second, from the first create:"+r.timeline+"\n"), 0o644); err != nil {
-			b.Logf("writing the timeline: %v", err)
+			say(b, "writing the timeline: %v", err)
 		} else {
-			b.Logf("%stimeline: %s", prefix, name)
+			say(b, "%stimeline: %s", prefix, name)
 		}
 	}
 }
@@ -305,7 +305,7 @@ func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario, mode string) 
 	ns := e.newNamespace(b, scenario+"-"+mode)
 	ctl := e.startFor(b, ns, mode)
 	fill := e.fillPool(b, ns, p.pool)
-	b.Logf("%s/%s: pool of %d Ready in %v", scenario, mode, p.pool, fill.Round(100*time.Millisecond))
+	say(b, "%s/%s: pool of %d Ready in %v", scenario, mode, p.pool, fill.Round(100*time.Millisecond))
 	op := e.createClaim(ns)
 	if floor {
 		ctl.stop()
@@ -683,6 +683,6 @@ func BenchmarkScaleThroughput(b *testing.B) {
 			b.ReportMetric(best[i], c.prefix+"claims/s")
 			summary += fmt.Sprintf(", %s %.1f/s", c.mode, best[i])
 		}
-		b.Logf("p99 by rate:\n%s\nhighest rate with p99 <= 500 ms: %s (0: none of the rates tried)", strings.Join(lines, "\n"), summary)
+		say(b, "p99 by rate:\n%s\nhighest rate with p99 <= 500 ms: %s (0: none of the rates tried)", strings.Join(lines, "\n"), summary)
 	})
 }

@@ -86,13 +86,13 @@ func (r convergeResult) report(b *testing.B, n int) {
 	b.ReportMetric(r.cpu["controller"].Seconds(), "s-cpu-controller")
 	b.ReportMetric(r.cpu["kube-apiserver"].Seconds(), "s-cpu-apiserver")
 	b.ReportMetric(r.cpu["etcd"].Seconds(), "s-cpu-etcd")
-	b.Logf("n=%d: Ready in %v; controller writes %.2f per Sandbox (events %.2f, the scheduler's included); controller RSS peak %.1f MiB, settled %.1f MiB; CPU: %s; writes %v",
+	say(b, "n=%d: Ready in %v; controller writes %.2f per Sandbox (events %.2f, the scheduler's included); controller RSS peak %.1f MiB, settled %.1f MiB; CPU: %s; writes %v",
 		n, r.wall.Round(100*time.Millisecond), all/float64(n), r.writes["events POST"]/float64(n), r.peakRSS, r.settledRSS, r.cpuShares, r.writes)
 	if r.restarted {
 		_, w := r.restartWrites.Since(nil, nil)
 		b.ReportMetric(r.restart.Seconds(), "s-restart-first-pass")
 		b.ReportMetric(w, "restart-writes")
-		b.Logf("n=%d: after a restart, the first pass over every Sandbox took %v and wrote %v", n, r.restart.Round(100*time.Millisecond), r.restartWrites)
+		say(b, "n=%d: after a restart, the first pass over every Sandbox took %v and wrote %v", n, r.restart.Round(100*time.Millisecond), r.restartWrites)
 	}
 }
 

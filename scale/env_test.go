@@ -74,7 +74,7 @@ func startEnv(b *testing.B, nodes int) *scaleEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Stop() })
-	b.Logf("cluster with %d Nodes up in %v", nodes, time.Since(start).Round(100*time.Millisecond))
+	say(b, "cluster with %d Nodes up in %v", nodes, time.Since(start).Round(100*time.Millisecond))
 	e := &scaleEnv{c: c, cfg: rest.CopyConfig(c.Config), kubeconfig: c.Kubeconfig}
 	// The benchmark's own clients must not be what limits it: the load generator's rate is the
 	// scenario's.
@@ -117,7 +117,7 @@ func (p *controllerProc) profile(b *testing.B, name string, d time.Duration) {
 	go func() {
 		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.pprof, int(d.Seconds())))
 		if err != nil {
-			b.Logf("profile %s: %v", name, err)
+			say(b, "profile %s: %v", name, err)
 			return
 		}
 		defer resp.Body.Close()
@@ -136,14 +136,14 @@ func (e *scaleEnv) profileAPIServer(b *testing.B, name string, d time.Duration) 
 	}
 	cs, err := kubernetes.NewForConfig(e.cfg)
 	if err != nil {
-		b.Logf("profile %s: %v", name, err)
+		say(b, "profile %s: %v", name, err)
 		return
 	}
 	go func() {
 		body, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).
 			Timeout(d + time.Minute).DoRaw(context.Background())
 		if err != nil {
-			b.Logf("profile %s: %v", name, err)
+			say(b, "profile %s: %v", name, err)
 			return
 		}
 		_ = os.WriteFile(filepath.Join(dir, name), body, 0o644)
@@ -371,4 +371,12 @@ func cpuShare(spent map[string]time.Duration, wall time.Duration) string {
 		parts[i] = fmt.Sprintf("%s %.2fs (%.0f%% of a core)", s.name, s.cpu.Seconds(), 100*s.cpu.Seconds()/wall.Seconds())
 	}
 	return strings.Join(parts, ", ")
+}
+
+// say prints a line of a benchmark's progress or results to stdout at once, under the
+// benchmark's name. b.Logf would keep it until the benchmark ends, and then show only its first
+// ten lines: a run of several scenarios, or of several runs, says far more than that.
+func say(b *testing.B, format string, args ...any) {
+	b.Helper()
+	fmt.Printf("    %s: %s\n", b.Name(), fmt.Sprintf(format, args...))
 }

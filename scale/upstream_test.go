@@ -162,7 +162,7 @@ func (e *scaleEnv) isolate(b *testing.B, ns string) {
 		}
 	}
 	if len(others) > 0 {
-		b.Logf("deleted namespaces %s before upstream's run in %v", strings.Join(others, ", "), time.Since(start).Round(100*time.Millisecond))
+		say(b, "deleted namespaces %s before upstream's run in %v", strings.Join(others, ", "), time.Since(start).Round(100*time.Millisecond))
 	}
 }
 
