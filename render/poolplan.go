@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -86,7 +87,7 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, 
 	}
 	st := PoolStatus(pool, active)
 	plan.Status = &st
-	plan.WriteStatus = st != pool.Status
+	plan.WriteStatus = !equality.Semantic.DeepEqual(&st, &pool.Status) // the status holds a list
 	plan.warn(pool, held)
 	// A claim takes a member that is Ready already: nobody waits on the refill, until so few are
 	// left that the next claims would start cold.

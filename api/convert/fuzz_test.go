@@ -29,6 +29,8 @@ func FuzzKeptAnnotations(f *testing.F) {
 		`{"volumeClaimTemplates":[null,{"spec":{"resources":{"requests":{"storage":"1Gi"}}}}]}`,
 		`{"replicas":{"value":null,"with":1},"observedGeneration":9223372036854775807}`,
 		`{"replicas":{"value":1e400}}`,
+		`{"progressDeadlineSeconds":120,"updatedReplicas":1,"updatedReadyReplicas":1,"conditions":[{"type":"Available","status":"True","lastTransitionTime":"2026-06-01T12:00:00Z","reason":"MinimumReplicasAvailable","message":"1 of 1 members Ready"}]}`,
+		`{"conditions":"Available","progressDeadlineSeconds":-1}`,
 	} {
 		f.Add(seed)
 	}

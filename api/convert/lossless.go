@@ -174,11 +174,22 @@ func SandboxClaimFromHub(in *extv1beta1.SandboxClaim) *extv1alpha1.SandboxClaim 
 	return out
 }
 
-// poolBeta is what a v1beta1 pool says that v1alpha1 cannot.
+// poolBeta is what a v1beta1 pool says that v1alpha1 cannot: an unset replicas, and our
+// extensions (progressDeadlineSeconds and the rollout status), which a v1alpha1 update must not
+// erase.
 type poolBeta struct {
 	// Replicas unset (v1beta1 defaults it; v1alpha1 requires it), while replicas is With.
-	Replicas           *kept[*int32, int32] `json:"replicas,omitempty"`
-	ObservedGeneration int64                `json:"observedGeneration,omitempty"`
+	Replicas                *kept[*int32, int32] `json:"replicas,omitempty"`
+	ProgressDeadlineSeconds *int32               `json:"progressDeadlineSeconds,omitempty"`
+	ObservedGeneration      int64                `json:"observedGeneration,omitempty"`
+	UpdatedReplicas         int32                `json:"updatedReplicas,omitempty"`
+	UpdatedReadyReplicas    int32                `json:"updatedReadyReplicas,omitempty"`
+	Conditions              []metav1.Condition   `json:"conditions,omitempty"`
+}
+
+func (b *poolBeta) empty() bool {
+	return b.Replicas == nil && b.ProgressDeadlineSeconds == nil && b.ObservedGeneration == 0 &&
+		b.UpdatedReplicas == 0 && b.UpdatedReadyReplicas == 0 && len(b.Conditions) == 0
 }
 
 // SandboxWarmPoolToHub converts a v1alpha1 pool to v1beta1 for the webhook. v1alpha1 says nothing
@@ -191,7 +202,10 @@ func SandboxWarmPoolToHub(in *extv1alpha1.SandboxWarmPool) *extv1beta1.SandboxWa
 		if k := b.Replicas; k != nil && k.With == in.Spec.Replicas {
 			out.Spec.Replicas = clone(k.Value)
 		}
+		out.Spec.ProgressDeadlineSeconds = b.ProgressDeadlineSeconds
 		out.Status.ObservedGeneration = b.ObservedGeneration
+		out.Status.UpdatedReplicas, out.Status.UpdatedReadyReplicas = b.UpdatedReplicas, b.UpdatedReadyReplicas
+		out.Status.Conditions = b.Conditions
 	}
 	return out
 }
@@ -205,8 +219,11 @@ func SandboxWarmPoolFromHub(in *extv1beta1.SandboxWarmPool) *extv1alpha1.Sandbox
 	if in.Spec.Replicas == nil {
 		b.Replicas = &kept[*int32, int32]{nil, out.Spec.Replicas}
 	}
+	b.ProgressDeadlineSeconds = clone(in.Spec.ProgressDeadlineSeconds)
 	b.ObservedGeneration = in.Status.ObservedGeneration
-	putAnnotation(&out.ObjectMeta, V1beta1Annotation, b, b != poolBeta{})
+	b.UpdatedReplicas, b.UpdatedReadyReplicas = in.Status.UpdatedReplicas, in.Status.UpdatedReadyReplicas
+	b.Conditions = in.Status.DeepCopy().Conditions
+	putAnnotation(&out.ObjectMeta, V1beta1Annotation, b, !b.empty())
 	return out
 }
 

@@ -163,6 +163,25 @@ func TestLosslessConversions(t *testing.T) {
 					[]any{SandboxWarmPoolFromHub(hub).Spec.Replicas, same.Spec.Replicas, same.Status.ObservedGeneration, changed.Spec.Replicas}
 			},
 		},
+		"pool extensions": {
+			reason: "progressDeadlineSeconds and the rollout status, which v1alpha1 has no place for, survive a v1alpha1 update and are kept only when set",
+			run: func() (any, any) {
+				hub := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+				hub.Spec.Replicas = ptr.To[int32](2)
+				hub.Spec.ProgressDeadlineSeconds = ptr.To[int32](120)
+				hub.Status = extv1beta1.SandboxWarmPoolStatus{Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 1, UpdatedReadyReplicas: 1,
+					Conditions: []metav1.Condition{{Type: extv1beta1.SandboxWarmPoolProgressing, Status: metav1.ConditionTrue, Reason: extv1beta1.NewMembersCreatedReason,
+						Message: "m", ObservedGeneration: 4, LastTransitionTime: metav1.Unix(1_800_000_000, 0)}}}
+				alpha := SandboxWarmPoolFromHub(hub)
+				alpha.Spec.Replicas = 3
+				got := SandboxWarmPoolToHub(alpha)
+				want := hub.DeepCopy()
+				want.TypeMeta = got.TypeMeta
+				want.Spec.Replicas = ptr.To[int32](3)
+				bare := SandboxWarmPoolFromHub(&extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To[int32](1)}})
+				return []any{want, map[string]string(nil)}, []any{got, bare.Annotations}
+			},
+		},
 		"annotation edited by hand": {
 			reason: "a kept annotation that is not what a conversion wrote restores nothing and is removed",
 			run: func() (any, any) {
