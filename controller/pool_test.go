@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -16,6 +19,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
@@ -77,8 +81,12 @@ func TestPoolFillsAndScales(t *testing.T) {
 		if err := get(ns, "pool", pool); err != nil {
 			return err
 		}
-		want := extv1beta1.SandboxWarmPoolStatus{Replicas: 3, ReadyReplicas: 3, Selector: agentsv1beta1.SandboxWarmPoolLabel + "=" + render.NameHash("pool"), ObservedGeneration: pool.Generation}
-		if diff := cmp.Diff(want, pool.Status); diff != "" {
+		want := extv1beta1.SandboxWarmPoolStatus{Replicas: 3, ReadyReplicas: 3, Selector: agentsv1beta1.SandboxWarmPoolLabel + "=" + render.NameHash("pool"), ObservedGeneration: pool.Generation,
+			UpdatedReplicas: 3, UpdatedReadyReplicas: 3, Conditions: []metav1.Condition{
+				{Type: extv1beta1.SandboxWarmPoolAvailable, Status: metav1.ConditionTrue, Reason: extv1beta1.MinimumReplicasAvailableReason, Message: "3 of 3 members Ready", ObservedGeneration: pool.Generation},
+				{Type: extv1beta1.SandboxWarmPoolProgressing, Status: metav1.ConditionFalse, Reason: extv1beta1.RolloutCompleteReason, Message: "Every member wanted exists and is Ready: 3 updated, 3 updated Ready, 3 desired", ObservedGeneration: pool.Generation},
+			}}
+		if diff := cmp.Diff(want, pool.Status, ignoreTransitionTimes); diff != "" {
 			return fmt.Errorf("(-want +got):\n%s", diff)
 		}
 		return nil
@@ -181,6 +189,7 @@ func TestPoolUpdateStrategy(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl.Spec.PodTemplate.Spec.Containers[0].Image = "python:3.13"
+	changed := metav1.Now().Rfc3339Copy() // as the transition times are stored: to the second
 	if err := admin.Update(context.Background(), tpl); err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +210,80 @@ func TestPoolUpdateStrategy(t *testing.T) {
 	})
 	if got := names(waitPoolReady(t, ns, "replenish", 2)); !cmp.Equal(got, oldReplenish) {
 		t.Errorf("OnReplenish members replaced: %v -> %v", oldReplenish, got)
+	}
+
+	// The rollout status: Recreate's members are all updated, and its Progressing condition went
+	// through the rollout (True with MembersUpdated) and back to RolloutComplete since the change;
+	// OnReplenish's rollout is complete with both members stale, and says they go as claimed.
+	rollout := func(progressing string) []metav1.Condition {
+		return []metav1.Condition{
+			{Type: extv1beta1.SandboxWarmPoolAvailable, Status: metav1.ConditionTrue, Reason: extv1beta1.MinimumReplicasAvailableReason, Message: "2 of 2 members Ready", ObservedGeneration: 1},
+			{Type: extv1beta1.SandboxWarmPoolProgressing, Status: metav1.ConditionFalse, Reason: extv1beta1.RolloutCompleteReason, Message: progressing, ObservedGeneration: 1},
+		}
+	}
+	for name, want := range map[string]extv1beta1.SandboxWarmPoolStatus{
+		"recreate": {UpdatedReplicas: 2, UpdatedReadyReplicas: 2, Conditions: rollout("Every member wanted exists and is Ready: 2 updated, 2 updated Ready, 2 desired")},
+		"replenish": {Conditions: rollout("Every member wanted exists and is Ready: 0 updated, 0 updated Ready, 2 desired; " +
+			"2 members are from an older template, replaced as they are claimed (updateStrategy OnReplenish)")},
+	} {
+		pool := &extv1beta1.SandboxWarmPool{}
+		eventually(t, time.Minute, name+" rollout status", func() error {
+			if err := get(ns, name, pool); err != nil {
+				return err
+			}
+			got := extv1beta1.SandboxWarmPoolStatus{UpdatedReplicas: pool.Status.UpdatedReplicas, UpdatedReadyReplicas: pool.Status.UpdatedReadyReplicas, Conditions: pool.Status.Conditions}
+			if diff := cmp.Diff(want, got, ignoreTransitionTimes); diff != "" {
+				return fmt.Errorf("(-want +got):\n%s", diff)
+			}
+			return nil
+		})
+	}
+	recreate := &extv1beta1.SandboxWarmPool{}
+	if err := get(ns, "recreate", recreate); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(recreate.Status.Conditions, extv1beta1.SandboxWarmPoolProgressing); c == nil || c.LastTransitionTime.Before(&changed) {
+		t.Errorf("Recreate's Progressing condition did not go through the rollout after the change at %v: %+v", changed, c)
+	}
+}
+
+// ignoreTransitionTimes compares conditions without their transition times, which are the
+// controller's clock.
+var ignoreTransitionTimes = cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")
+
+// TestPoolProgressDeadline: members that never become Ready turn the pool's Progressing condition
+// to ProgressDeadlineExceeded once the deadline passes, with no event but the pass the plan
+// requeued for it (the member's Sandbox status waits for its startup window, and the pool's own
+// write recheck comes after 30 s).
+func TestPoolProgressDeadline(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns, controller.Options{})
+	create(t, template(ns, "never", func(tpl *extv1beta1.SandboxTemplate) {
+		tpl.Spec.PodTemplate.ObjectMeta.Annotations = map[string]string{outcomeAnnotation: "Pending"}
+	}))
+	create(t, warmPool(ns, "pool", "never", 2, func(p *extv1beta1.SandboxWarmPool) { p.Spec.ProgressDeadlineSeconds = ptr.To[int32](2) }))
+	eventually(t, time.Minute, "2 members", func() error {
+		if members, _, err := poolMembers(ns, "pool"); err != nil || len(members) != 2 {
+			return fmt.Errorf("%d members (%v)", len(members), err)
+		}
+		return nil
+	})
+	pool := &extv1beta1.SandboxWarmPool{}
+	eventually(t, 20*time.Second, "ProgressDeadlineExceeded", func() error {
+		if err := get(ns, "pool", pool); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(pool.Status.Conditions, extv1beta1.SandboxWarmPoolProgressing)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != extv1beta1.ProgressDeadlineExceededReason {
+			return fmt.Errorf("Progressing %+v", c)
+		}
+		if !strings.Contains(c.Message, "is not Ready after progressDeadlineSeconds (2): 2 updated, 0 updated Ready, 2 desired") {
+			return fmt.Errorf("message %q", c.Message)
+		}
+		return nil
+	})
+	if pool.Status.UpdatedReplicas != 2 || pool.Status.UpdatedReadyReplicas != 0 || meta.IsStatusConditionTrue(pool.Status.Conditions, extv1beta1.SandboxWarmPoolAvailable) {
+		t.Errorf("status %+v", pool.Status)
 	}
 }
 

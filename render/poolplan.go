@@ -68,7 +68,9 @@ const PoolWriteRecheck = 30 * time.Second
 // Ready after the grace period are replaced (unless unschedulable), then the pool is filled to
 // spec.replicas with deterministic names or scaled down (not-Ready members first, then newest
 // first, ties by name), at most PoolMaxBatch at a time. With no template nothing is created and
-// nothing is judged stale. Members another object controls are not the pool's.
+// nothing is judged stale. Members another object controls are not the pool's. The status is
+// upstream's (PoolStatus) with the rollout's (PoolRolloutStatus), and the pass comes back when
+// a member's progress deadline passes, so that the status says so without any other event.
 func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, opts Options) *PoolPlan {
 	plan := &PoolPlan{}
 	t := found.Template
@@ -79,16 +81,29 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, 
 			t = nil // a template whose hashes cannot be computed makes nothing and judges nothing
 		}
 	}
-	active, held, terminating := plan.judge(pool, found, t, hashes, now, opts)
-	active = plan.scale(pool, found, active, terminating, t, hashes, opts)
+	j := plan.judge(pool, found, t, hashes, now, opts)
+	active := plan.scale(pool, found, j.active, j.terminating, t, hashes, opts)
 	plan.wait(active, now)
 	if found.InFlightCreates+found.InFlightDeletes > 0 || len(plan.Steps) > 0 {
 		plan.requeue(PoolWriteRecheck)
 	}
-	st := PoolStatus(pool, active)
+	desired := Replicas(pool)
+	if plan.LimitedTo > 0 {
+		desired = plan.LimitedTo
+	}
+	st, deadline := PoolRolloutStatus(pool, PoolStatus(pool, active), active, PoolRollout{
+		TemplateFound:  t != nil,
+		Desired:        desired,
+		Stale:          j.stale,
+		ReplacingStale: j.replacingStale,
+		ReplacesStale:  UpdateStrategy(pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType,
+	}, now)
+	plan.requeue(deadline)
 	plan.Status = &st
-	plan.WriteStatus = !equality.Semantic.DeepEqual(&st, &pool.Status) // the status holds a list
-	plan.warn(pool, held)
+	// Only a real change is written: the rollout status keeps every transition time and message
+	// while nothing changes, so a pool at rest is not written on every pass.
+	plan.WriteStatus = !equality.Semantic.DeepEqual(&st, &pool.Status)
+	plan.warn(pool, j.held)
 	// A claim takes a member that is Ready already: nobody waits on the refill, until so few are
 	// left that the next claims would start cold.
 	plan.Background = PoolBackground(pool, st)
@@ -123,12 +138,25 @@ func PoolKeepsReserve(pool *extv1beta1.SandboxWarmPool, sandboxes []*agentsv1bet
 	return false
 }
 
+// judged is what judge made of a pool's members.
+type judged struct {
+	// active are the members that stay; held, those of them kept although not Ready after the
+	// grace period because their Pod cannot be scheduled.
+	active, held []*agentsv1beta1.Sandbox
+	// terminating counts the members on their way out, this pass's deletions included.
+	terminating int
+	// stale are the members that stay although made from another template (OnReplenish keeps
+	// them); nil when there are none.
+	stale map[*agentsv1beta1.Sandbox]bool
+	// replacingStale counts the stale members this pass deletes, to be replaced.
+	replacingStale int
+}
+
 // judge goes through the pool's members by name: orphans are taken in (or deleted when stale),
 // stale members go under Recreate, members not Ready after the grace period go unless their Pod
-// cannot be scheduled (then they are held). It returns the members that stay, the held ones,
-// and how many are terminating.
-func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *extv1beta1.SandboxTemplate, hashes PoolHashes, now time.Time, opts Options) (active, held []*agentsv1beta1.Sandbox, terminating int) {
-	terminating = found.InFlightDeletes
+// cannot be scheduled (then they are held).
+func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *extv1beta1.SandboxTemplate, hashes PoolHashes, now time.Time, opts Options) judged {
+	j := judged{terminating: found.InFlightDeletes}
 	recreate := UpdateStrategy(pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType
 	member := poolMemberOf(pool, NameHash(pool.Name))
 	for _, sb := range sortedByName(found.Sandboxes) {
@@ -136,7 +164,7 @@ func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *e
 			continue
 		}
 		if sb.DeletionTimestamp != nil {
-			terminating++
+			j.terminating++
 			continue
 		}
 		orphan := metav1.GetControllerOfNoCopy(sb) == nil
@@ -154,19 +182,28 @@ func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *e
 		}
 		if reason == "" && !meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) && !now.Before(sb.CreationTimestamp.Add(PoolReadinessGrace)) {
 			if unschedulable(sb) {
-				held = append(held, sb)
+				j.held = append(j.held, sb)
 			} else {
 				reason = DeleteStuck
 			}
 		}
 		if reason != "" {
 			p.Steps = append(p.Steps, poolDeletion(sb, reason))
-			terminating++
+			j.terminating++
+			if reason == DeleteStale || reason == DeleteStaleOrphan {
+				j.replacingStale++
+			}
 			continue
 		}
-		active = append(active, sb)
+		if stale {
+			if j.stale == nil {
+				j.stale = map[*agentsv1beta1.Sandbox]bool{}
+			}
+			j.stale[sb] = true
+		}
+		j.active = append(j.active, sb)
 	}
-	return active, held, terminating
+	return j
 }
 
 // scale fills the pool to spec.replicas (less what is terminating) with members of deterministic

@@ -81,8 +81,16 @@ func TestPlanPool(t *testing.T) {
 		WriteStatus  bool
 		RequeueAfter time.Duration
 	}
+	// status is the status of replicas members made from the current template, ready of them
+	// Ready; the conditions are TestPoolRolloutStatus's.
 	status := func(replicas, ready int32) extv1beta1.SandboxWarmPoolStatus {
-		return extv1beta1.SandboxWarmPoolStatus{Replicas: replicas, ReadyReplicas: ready, Selector: agentsv1beta1.SandboxWarmPoolLabel + "=" + NameHash("pool"), ObservedGeneration: 3}
+		return extv1beta1.SandboxWarmPoolStatus{Replicas: replicas, ReadyReplicas: ready, Selector: agentsv1beta1.SandboxWarmPoolLabel + "=" + NameHash("pool"), ObservedGeneration: 3,
+			UpdatedReplicas: replicas, UpdatedReadyReplicas: ready}
+	}
+	stale := func(st extv1beta1.SandboxWarmPoolStatus, n int32) extv1beta1.SandboxWarmPoolStatus {
+		st.UpdatedReplicas -= n
+		st.UpdatedReadyReplicas -= n
+		return st
 	}
 	cases := map[string]struct {
 		pool *extv1beta1.SandboxWarmPool
@@ -105,6 +113,11 @@ func TestPlanPool(t *testing.T) {
 		"no template, nothing created": {
 			pool: onReplenish, obs: PoolFound{},
 			want: summary{WriteStatus: true, Status: status(0, 0)},
+		},
+		"no template, no member counted as made from it": {
+			pool: onReplenish, obs: PoolFound{Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute, ready)}},
+			want: summary{WriteStatus: true, Status: stale(status(2, 2), 2)},
 		},
 		"full and Ready": {
 			pool: onReplenish, obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
@@ -142,7 +155,25 @@ func TestPlanPool(t *testing.T) {
 		"OnReplenish keeps stale members": {
 			pool: onReplenish, obs: PoolFound{Template: newTpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute, ready)}},
-			want: summary{WriteStatus: true, Status: status(2, 2)},
+			want: summary{WriteStatus: true, Status: stale(status(2, 2), 2)},
+		},
+		"a member past its progress deadline brings no requeue of its own": {
+			pool: func() *extv1beta1.SandboxWarmPool {
+				p := testPool(2, "")
+				p.Spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+				return p
+			}(), obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], 2*time.Minute)}},
+			want: summary{WriteStatus: true, Status: status(2, 1), RequeueAfter: 3 * time.Minute},
+		},
+		"the pass comes back a second after a member's progress deadline": {
+			pool: func() *extv1beta1.SandboxWarmPool {
+				p := testPool(2, "")
+				p.Spec.ProgressDeadlineSeconds = ptr.To[int32](90)
+				return p
+			}(), obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
+				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], time.Minute)}},
+			want: summary{WriteStatus: true, Status: status(2, 1), RequeueAfter: 31 * time.Second},
 		},
 		"Recreate replaces stale members": {
 			pool: recreate, obs: PoolFound{Template: newTpl, Taken: map[string]bool{names[0]: true, names[1]: true}, Sandboxes: []*agentsv1beta1.Sandbox{
@@ -197,6 +228,7 @@ func TestPlanPool(t *testing.T) {
 					got.Events = append(got.Events, e.Type+" "+e.Reason)
 				}
 				got.Status, got.WriteStatus, got.RequeueAfter = *plan.Status, plan.WriteStatus, plan.RequeueAfter.Duration
+				got.Status.Conditions = nil // TestPoolRolloutStatus
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("run %d (-want +got):\n%s", run, diff)
 				}

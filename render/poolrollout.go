@@ -1,0 +1,152 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+)
+
+// ProgressDeadline is a pool's spec.progressDeadlineSeconds as a duration: 600 s when unset, as a
+// Deployment's. The default lives here, not in the CRD, so that pools written without the field
+// are stored and converted exactly as before.
+func ProgressDeadline(pool *extv1beta1.SandboxWarmPool) time.Duration {
+	s := extv1beta1.DefaultProgressDeadlineSeconds
+	if p := pool.Spec.ProgressDeadlineSeconds; p != nil && *p > 0 {
+		s = *p
+	}
+	return time.Duration(s) * time.Second
+}
+
+// PoolRollout is what a pool's pass decided that its rollout status is computed from, besides
+// its members and the time. PlanPool fills it from its judgement of the members; a strategy
+// that rolls members a few at a time would add what it decides (its surge, its retirements).
+type PoolRollout struct {
+	// TemplateFound says the pool's template exists (and hashes): without it no member is
+	// created, none is judged stale, and none is counted as made from the current template.
+	TemplateFound bool
+	// Desired is how many members the pass keeps the pool at: spec.replicas, at most the limit
+	// of members per pool.
+	Desired int32
+	// Stale are the members kept although made from another template (IsStale, as the pass
+	// judged them); OnReplenish keeps them until they are claimed.
+	Stale map[*agentsv1beta1.Sandbox]bool
+	// ReplacingStale counts the stale members the pass deletes, to be replaced.
+	ReplacingStale int
+	// ReplacesStale says the update strategy replaces stale members (Recreate): its rollout is
+	// complete only once every member wanted is made from the current template. OnReplenish
+	// keeps stale members by design, so its rollout is complete once the pool is full and Ready.
+	ReplacesStale bool
+}
+
+// PoolRolloutStatus adds the rollout status to st, upstream's status of the same members
+// (PoolStatus): updatedReplicas and updatedReadyReplicas (members made from the current
+// template, and of those the Ready ones), and the conditions Available and Progressing, set on
+// the pool's previous conditions with meta.SetStatusCondition semantics (a transition time
+// changes only with the condition's status, and is now; every condition carries the pool's
+// generation).
+//
+//   - Available is True (MinimumReplicasAvailable) when at least spec.replicas members are
+//     Ready, else False (MinimumReplicasUnavailable).
+//   - Progressing is False with TemplateNotFound without a template; False with RolloutComplete
+//     once every member the strategy wants exists and is Ready; False with
+//     ProgressDeadlineExceeded while a member made from the current template has existed for
+//     longer than the progress deadline without becoming Ready; True with MembersUpdated while
+//     stale members are replaced (from the pass that deletes them until the rollout ends);
+//     otherwise True with NewMembersCreated.
+//
+// Messages carry the counts and nothing that changes while the members do not, so a pool at rest
+// gets back the status it has. It also returns when the pass should come back for a progress
+// deadline still to pass (zero for none): a second after it, as a Deployment's controller does,
+// so that the deadline has passed by then.
+func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmPoolStatus, members []*agentsv1beta1.Sandbox, r PoolRollout, now time.Time) (extv1beta1.SandboxWarmPoolStatus, time.Duration) {
+	deadline := ProgressDeadline(pool)
+	var stuck *agentsv1beta1.Sandbox
+	var next time.Duration
+	st.UpdatedReplicas, st.UpdatedReadyReplicas = 0, 0
+	for _, m := range members {
+		if m.DeletionTimestamp != nil || !r.TemplateFound || r.Stale[m] {
+			continue
+		}
+		st.UpdatedReplicas++
+		if meta.IsStatusConditionTrue(m.Status.Conditions, agentsv1beta1.ConditionReady) {
+			st.UpdatedReadyReplicas++
+			continue
+		}
+		// Exceeded once it has existed for longer than the deadline: at the deadline itself it
+		// has not, yet.
+		if due := m.CreationTimestamp.Add(deadline); now.After(due) {
+			if stuck == nil || m.CreationTimestamp.Before(&stuck.CreationTimestamp) ||
+				m.CreationTimestamp.Equal(&stuck.CreationTimestamp) && m.Name < stuck.Name {
+				stuck = m
+			}
+		} else if d := due.Sub(now) + time.Second; next == 0 || d < next {
+			next = d
+		}
+	}
+	stale := st.Replicas - st.UpdatedReplicas
+	if !r.TemplateFound {
+		stale = 0 // nothing is judged stale without a template
+	}
+	complete := st.ReadyReplicas >= r.Desired && r.ReplacingStale == 0 &&
+		(!r.ReplacesStale || st.UpdatedReadyReplicas >= r.Desired)
+
+	st.Conditions = slices.Clone(pool.Status.Conditions)  // never the cached object's own list
+	at := metav1.NewTime(now.UTC().Truncate(time.Second)) // as the API server stores it
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration, c.LastTransitionTime = pool.Generation, at
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+
+	available := metav1.Condition{Type: extv1beta1.SandboxWarmPoolAvailable, Status: metav1.ConditionFalse, Reason: extv1beta1.MinimumReplicasUnavailableReason,
+		Message: fmt.Sprintf("%d of %d members Ready", st.ReadyReplicas, Replicas(pool))}
+	if st.ReadyReplicas >= Replicas(pool) {
+		available.Status, available.Reason = metav1.ConditionTrue, extv1beta1.MinimumReplicasAvailableReason
+	}
+	set(available)
+
+	counts := fmt.Sprintf("%d updated, %d updated Ready, %d desired", st.UpdatedReplicas, st.UpdatedReadyReplicas, r.Desired)
+	if stale > 0 && !r.ReplacesStale {
+		counts += fmt.Sprintf("; %d %s from an older template, replaced as %s claimed (updateStrategy %s)",
+			stale, plural(stale, "member is", "members are"), plural(stale, "it is", "they are"), UpdateStrategy(pool))
+	}
+	progressing := metav1.Condition{Type: extv1beta1.SandboxWarmPoolProgressing}
+	prev := meta.FindStatusCondition(pool.Status.Conditions, extv1beta1.SandboxWarmPoolProgressing)
+	switch {
+	case !r.TemplateFound:
+		progressing.Status, progressing.Reason = metav1.ConditionFalse, extv1beta1.PoolTemplateNotFoundReason
+		progressing.Message = fmt.Sprintf("SandboxTemplate %q not found: no member is created or replaced; %d of %d members Ready",
+			pool.Spec.TemplateRef.Name, st.ReadyReplicas, r.Desired)
+		next = 0
+	case complete:
+		progressing.Status, progressing.Reason = metav1.ConditionFalse, extv1beta1.RolloutCompleteReason
+		progressing.Message = "Every member wanted exists and is Ready: " + counts
+		next = 0
+	case stuck != nil:
+		progressing.Status, progressing.Reason = metav1.ConditionFalse, extv1beta1.ProgressDeadlineExceededReason
+		progressing.Message = fmt.Sprintf("Sandbox %q, made from the current template, is not Ready after progressDeadlineSeconds (%d): %s",
+			stuck.Name, int64(deadline/time.Second), counts)
+	case r.ReplacingStale > 0 || prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == extv1beta1.MembersUpdatedReason:
+		// From the pass that deletes stale members until the rollout ends: their replacements
+		// are still part of replacing them.
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, extv1beta1.MembersUpdatedReason
+		progressing.Message = "Replacing members made from an older template: " + counts
+	default:
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, extv1beta1.NewMembersCreatedReason
+		progressing.Message = "Waiting for new members to be created and become Ready: " + counts
+	}
+	set(progressing)
+	return st, next
+}
+
+func plural(n int32, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
