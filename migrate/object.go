@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/api/convert"
 )
@@ -168,8 +170,9 @@ func (c *converter) object(obj *yaml) {
 
 // restoreWebhookKept handles the annotation in which the conversion webhook keeps, on an object
 // read through v1alpha1, the v1beta1 fields v1alpha1 cannot hold (convert.V1beta1Annotation).
-// What it keeps of a live object's status (a Sandbox's nodeName, a pool's observedGeneration) and
-// a pool's unset replicas go back where v1beta1 holds them, as the webhook's own conversion puts
+// What it keeps of a live object's status (a Sandbox's nodeName, a pool's observedGeneration and
+// rollout status) and a pool's unset replicas and progressDeadlineSeconds go back where v1beta1
+// holds them, as the webhook's own conversion puts
 // them, and the annotation goes: objects exported with a v1alpha1 client carry it nearly always.
 // Anything else (a claim's volumeClaimTemplates, an operating mode v1alpha1 cannot say) is
 // refused, since the written text does not say it and dropping it would lose it. It reports
@@ -200,6 +203,11 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 		restorable["nodeName"] = true
 	case group == extensionsGroup && kind == "SandboxWarmPool":
 		restorable["observedGeneration"], restorable["replicas"] = true, true
+		// Our extensions: the controller writes the rollout status on every pool, so nearly
+		// every pool exported through v1alpha1 carries it.
+		for _, k := range []string{"progressDeadlineSeconds", "updatedReplicas", "updatedReadyReplicas", "conditions"} {
+			restorable[k] = true
+		}
 	}
 	var other []string
 	for key := range kept {
@@ -219,7 +227,7 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 			c.fail(v, field.Invalid(p.Child("nodeName"), string(raw), "must be a string"))
 			return false
 		}
-		c.putStatusScalar(obj, "nodeName", name, "!!str")
+		c.putScalar(obj, "status", "nodeName", name, "!!str")
 	}
 	if raw, ok := kept["observedGeneration"]; ok {
 		var gen int64
@@ -227,7 +235,22 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 			c.fail(v, field.Invalid(p.Child("observedGeneration"), string(raw), "must be an integer"))
 			return false
 		}
-		c.putStatusScalar(obj, "observedGeneration", strconv.FormatInt(gen, 10), "!!int")
+		c.putScalar(obj, "status", "observedGeneration", strconv.FormatInt(gen, 10), "!!int")
+	}
+	for _, f := range []struct{ key, section string }{
+		{"progressDeadlineSeconds", "spec"}, {"updatedReplicas", "status"}, {"updatedReadyReplicas", "status"},
+	} {
+		if raw, ok := kept[f.key]; ok {
+			var n int32
+			if json.Unmarshal(raw, &n) != nil {
+				c.fail(v, field.Invalid(p.Child(f.key), string(raw), "must be an integer"))
+				return false
+			}
+			c.putScalar(obj, f.section, f.key, strconv.Itoa(int(n)), "!!int")
+		}
+	}
+	if raw, ok := kept["conditions"]; ok && !c.restoreConditions(obj, raw, p.Child("conditions"), v) {
+		return false
 	}
 	if raw, ok := kept["replicas"]; ok && !c.restorePoolReplicas(obj, raw, p.Child("replicas"), v) {
 		return false
@@ -266,32 +289,81 @@ func (c *converter) restorePoolReplicas(obj *yaml, raw json.RawMessage, p *field
 	return true
 }
 
-// putStatusScalar sets status.key, adding the key, or the status, when absent.
-func (c *converter) putStatusScalar(obj *yaml, key, value, tag string) {
-	statusKey, status := get(obj, "status")
-	if status = c.checkMapping(status, field.NewPath("status")); status == nil {
-		if statusKey != nil {
+// restoreConditions puts back a pool's status.conditions, which the webhook keeps as JSON: as a
+// block list, which has no text edit, so the document is re-encoded.
+func (c *converter) restoreConditions(obj *yaml, raw json.RawMessage, p *field.Path, at *yaml) bool {
+	var conds []metav1.Condition
+	if json.Unmarshal(raw, &conds) != nil {
+		c.fail(at, field.Invalid(p, string(raw), "must be a list of conditions"))
+		return false
+	}
+	if len(conds) == 0 {
+		return true
+	}
+	b, err := json.Marshal(conds)
+	if err == nil {
+		b, err = sigsyaml.JSONToYAML(b)
+	}
+	var doc yaml
+	if err == nil {
+		err = kyaml.Unmarshal(b, &doc)
+	}
+	if err != nil || len(doc.Content) != 1 {
+		c.fail(at, field.Invalid(p, string(raw), fmt.Sprintf("cannot be written as YAML: %v", err)))
+		return false
+	}
+	if statusKey, status := get(obj, "status"); statusKey != nil && c.checkMapping(status, field.NewPath("status")) == nil {
+		return false // checkMapping said why
+	}
+	value := doc.Content[0]
+	c.edits = append(c.edits, func() {
+		c.res.reencode = true
+		_, status := get(obj, "status") // as the edits before this one left it
+		if status == nil {
+			obj.Content = append(obj.Content, &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: "status"},
+				&yaml{Kind: kyaml.MappingNode, Tag: "!!map", Content: []*yaml{{Kind: kyaml.ScalarNode, Tag: "!!str", Value: "conditions"}, value}})
+			return
+		}
+		for i := 0; i+1 < len(status.Content); i += 2 {
+			if status.Content[i].Value == "conditions" {
+				status.Content[i+1] = value
+				return
+			}
+		}
+		status.Content = append(status.Content, &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: "conditions"}, value)
+	})
+	return true
+}
+
+// putScalar sets section.key (section is spec or status), adding the key, or the section, when
+// absent.
+func (c *converter) putScalar(obj *yaml, section, key, value, tag string) {
+	sectionKey, m := get(obj, section)
+	if m = c.checkMapping(m, field.NewPath(section)); m == nil {
+		if sectionKey != nil {
 			return // checkMapping said why
 		}
 		c.edits = append(c.edits, func() {
-			obj.Content = append(obj.Content, &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: "status"},
-				&yaml{Kind: kyaml.MappingNode, Tag: "!!map", Content: []*yaml{
-					{Kind: kyaml.ScalarNode, Tag: "!!str", Value: key},
-					{Kind: kyaml.ScalarNode, Tag: tag, Value: value},
-				}})
+			pair := []*yaml{{Kind: kyaml.ScalarNode, Tag: "!!str", Value: key}, {Kind: kyaml.ScalarNode, Tag: tag, Value: value}}
+			if _, added := get(obj, section); added != nil { // by an edit before this one
+				added.Content = append(added.Content, pair...)
+			} else {
+				obj.Content = append(obj.Content, &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: section},
+					&yaml{Kind: kyaml.MappingNode, Tag: "!!map", Content: pair})
+			}
 			c.res.reencode = true
 		})
 		return
 	}
-	if _, v := get(status, key); v != nil {
+	if _, v := get(m, key); v != nil {
 		if v.Kind != kyaml.ScalarNode {
-			c.fail(v, field.Invalid(field.NewPath("status", key), v.Value, "must be a scalar"))
+			c.fail(v, field.Invalid(field.NewPath(section, key), v.Value, "must be a scalar"))
 			return
 		}
 		c.setTyped(v, value, tag)
 		return
 	}
-	c.prependPair(statusKey, status, key, value, tag)
+	c.prependPair(sectionKey, m, key, value, tag)
 }
 
 // list converts the items of a v1 List (what kubectl get -o yaml writes) into the List's result;
