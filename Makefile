@@ -12,7 +12,7 @@ NODE_TOOLS := kubelet kube-proxy coredns local-path-provisioner kube-router
 CLUSTER_DIR := $(CURDIR)/.cluster
 NODES ?= 1
 
-.PHONY: e2e-node e2e-dataplane e2e-upstream bench-scale all build test test-under-load unit envtest tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
+.PHONY: e2e-node e2e-dataplane e2e-upstream bench-scale all build test test-under-load tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
 
 all: lint build test ## Lint, build and test.
 
