@@ -31,6 +31,8 @@ func FuzzKeptAnnotations(f *testing.F) {
 		`{"replicas":{"value":1e400}}`,
 		`{"progressDeadlineSeconds":120,"updatedReplicas":1,"updatedReadyReplicas":1,"conditions":[{"type":"Available","status":"True","lastTransitionTime":"2026-06-01T12:00:00Z","reason":"MinimumReplicasAvailable","message":"1 of 1 members Ready"}]}`,
 		`{"conditions":"Available","progressDeadlineSeconds":-1}`,
+		`{"rollingUpdate":{"value":{"maxUnavailable":0,"maxSurge":"50%"},"with":"RollingUpdate"}}`,
+		`{"rollingUpdate":{"value":{"maxSurge":{"x":1}},"with":7}}`,
 	} {
 		f.Add(seed)
 	}

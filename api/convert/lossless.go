@@ -175,20 +175,23 @@ func SandboxClaimFromHub(in *extv1beta1.SandboxClaim) *extv1alpha1.SandboxClaim 
 }
 
 // poolBeta is what a v1beta1 pool says that v1alpha1 cannot: an unset replicas, and our
-// extensions (progressDeadlineSeconds and the rollout status), which a v1alpha1 update must not
-// erase.
+// extensions (progressDeadlineSeconds, a RollingUpdate's bounds and the rollout status), which a
+// v1alpha1 update must not erase.
 type poolBeta struct {
 	// Replicas unset (v1beta1 defaults it; v1alpha1 requires it), while replicas is With.
 	Replicas                *kept[*int32, int32] `json:"replicas,omitempty"`
 	ProgressDeadlineSeconds *int32               `json:"progressDeadlineSeconds,omitempty"`
-	ObservedGeneration      int64                `json:"observedGeneration,omitempty"`
-	UpdatedReplicas         int32                `json:"updatedReplicas,omitempty"`
-	UpdatedReadyReplicas    int32                `json:"updatedReadyReplicas,omitempty"`
-	Conditions              []metav1.Condition   `json:"conditions,omitempty"`
+	// RollingUpdate is updateStrategy.rollingUpdate, while updateStrategy.type is With: a
+	// strategy changed through v1alpha1 wins, and does not get bounds it may not have.
+	RollingUpdate        *kept[*extv1beta1.SandboxWarmPoolRollingUpdate, extv1beta1.SandboxWarmPoolUpdateStrategyType] `json:"rollingUpdate,omitempty"`
+	ObservedGeneration   int64                                                                                         `json:"observedGeneration,omitempty"`
+	UpdatedReplicas      int32                                                                                         `json:"updatedReplicas,omitempty"`
+	UpdatedReadyReplicas int32                                                                                         `json:"updatedReadyReplicas,omitempty"`
+	Conditions           []metav1.Condition                                                                            `json:"conditions,omitempty"`
 }
 
 func (b *poolBeta) empty() bool {
-	return b.Replicas == nil && b.ProgressDeadlineSeconds == nil && b.ObservedGeneration == 0 &&
+	return b.Replicas == nil && b.ProgressDeadlineSeconds == nil && b.RollingUpdate == nil && b.ObservedGeneration == 0 &&
 		b.UpdatedReplicas == 0 && b.UpdatedReadyReplicas == 0 && len(b.Conditions) == 0
 }
 
@@ -203,6 +206,9 @@ func SandboxWarmPoolToHub(in *extv1alpha1.SandboxWarmPool) *extv1beta1.SandboxWa
 			out.Spec.Replicas = clone(k.Value)
 		}
 		out.Spec.ProgressDeadlineSeconds = b.ProgressDeadlineSeconds
+		if k, s := b.RollingUpdate, out.Spec.UpdateStrategy; k != nil && s != nil && k.With == s.Type {
+			s.RollingUpdate = k.Value
+		}
 		out.Status.ObservedGeneration = b.ObservedGeneration
 		out.Status.UpdatedReplicas, out.Status.UpdatedReadyReplicas = b.UpdatedReplicas, b.UpdatedReadyReplicas
 		out.Status.Conditions = b.Conditions
@@ -220,6 +226,9 @@ func SandboxWarmPoolFromHub(in *extv1beta1.SandboxWarmPool) *extv1alpha1.Sandbox
 		b.Replicas = &kept[*int32, int32]{nil, out.Spec.Replicas}
 	}
 	b.ProgressDeadlineSeconds = clone(in.Spec.ProgressDeadlineSeconds)
+	if s := in.Spec.UpdateStrategy; s != nil && s.RollingUpdate != nil {
+		b.RollingUpdate = &kept[*extv1beta1.SandboxWarmPoolRollingUpdate, extv1beta1.SandboxWarmPoolUpdateStrategyType]{s.RollingUpdate.DeepCopy(), s.Type}
+	}
 	b.ObservedGeneration = in.Status.ObservedGeneration
 	b.UpdatedReplicas, b.UpdatedReadyReplicas = in.Status.UpdatedReplicas, in.Status.UpdatedReadyReplicas
 	b.Conditions = in.Status.DeepCopy().Conditions

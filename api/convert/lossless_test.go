@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	agentsv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1alpha1"
@@ -161,6 +162,27 @@ func TestLosslessConversions(t *testing.T) {
 				changed := SandboxWarmPoolToHub(alpha)
 				return []any{int32(1), (*int32)(nil), int64(3), ptr.To[int32](3)},
 					[]any{SandboxWarmPoolFromHub(hub).Spec.Replicas, same.Spec.Replicas, same.Status.ObservedGeneration, changed.Spec.Replicas}
+			},
+		},
+		"pool rollingUpdate": {
+			reason: "a RollingUpdate's bounds, which v1alpha1 has no place for, survive a v1alpha1 update while the strategy's type is unchanged; a type changed through v1alpha1 wins and gets no bounds",
+			run: func() (any, any) {
+				hub := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+				hub.Spec.Replicas = ptr.To[int32](4)
+				hub.Spec.UpdateStrategy = &extv1beta1.SandboxWarmPoolUpdateStrategy{Type: extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType,
+					RollingUpdate: &extv1beta1.SandboxWarmPoolRollingUpdate{MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromString("50%"))}}
+				alpha := SandboxWarmPoolFromHub(hub)
+				alpha.Spec.Replicas = 5
+				kept := SandboxWarmPoolToHub(alpha)
+				want := hub.DeepCopy()
+				want.TypeMeta = kept.TypeMeta
+				want.Spec.Replicas = ptr.To[int32](5)
+
+				recreate := SandboxWarmPoolFromHub(hub)
+				recreate.Spec.UpdateStrategy.Type = extv1alpha1.SandboxWarmPoolUpdateStrategyType(extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType)
+				changed := SandboxWarmPoolToHub(recreate)
+				return []any{want, &extv1beta1.SandboxWarmPoolUpdateStrategy{Type: extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType}},
+					[]any{kept, changed.Spec.UpdateStrategy}
 			},
 		},
 		"pool extensions": {

@@ -15,8 +15,11 @@ type SandboxWarmPoolSpec struct {
 	UpdateStrategy *SandboxWarmPoolUpdateStrategy `json:"updateStrategy,omitempty"`
 }
 
-// SandboxWarmPoolUpdateStrategyType says when stale pool members are replaced.
-// +kubebuilder:validation:Enum=Recreate;OnReplenish
+// SandboxWarmPoolUpdateStrategyType says when stale pool members are replaced. RollingUpdate is
+// our extension (see the v1beta1 type): v1alpha1 takes it so that a pool written as v1beta1 with it
+// can be read, edited and written back through v1alpha1; its bounds, which v1alpha1 has no place
+// for, travel in the conversion annotation.
+// +kubebuilder:validation:Enum=Recreate;OnReplenish;RollingUpdate
 type SandboxWarmPoolUpdateStrategyType string
 
 // SandboxWarmPoolUpdateStrategy configures how template changes reach pool members.
