@@ -21,6 +21,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/api/convert"
+	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
 // The groups, versions and kinds migrate converts.
@@ -171,8 +172,8 @@ func (c *converter) object(obj *yaml) {
 // restoreWebhookKept handles the annotation in which the conversion webhook keeps, on an object
 // read through v1alpha1, the v1beta1 fields v1alpha1 cannot hold (convert.V1beta1Annotation).
 // What it keeps of a live object's status (a Sandbox's nodeName, a pool's observedGeneration and
-// rollout status) and a pool's unset replicas and progressDeadlineSeconds go back where v1beta1
-// holds them, as the webhook's own conversion puts
+// rollout status) and a pool's unset replicas, progressDeadlineSeconds and RollingUpdate bounds
+// go back where v1beta1 holds them, as the webhook's own conversion puts
 // them, and the annotation goes: objects exported with a v1alpha1 client carry it nearly always.
 // Anything else (a claim's volumeClaimTemplates, an operating mode v1alpha1 cannot say) is
 // refused, since the written text does not say it and dropping it would lose it. It reports
@@ -205,7 +206,7 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 		restorable["observedGeneration"], restorable["replicas"] = true, true
 		// Our extensions: the controller writes the rollout status on every pool, so nearly
 		// every pool exported through v1alpha1 carries it.
-		for _, k := range []string{"progressDeadlineSeconds", "updatedReplicas", "updatedReadyReplicas", "conditions"} {
+		for _, k := range []string{"progressDeadlineSeconds", "rollingUpdate", "updatedReplicas", "updatedReadyReplicas", "conditions"} {
 			restorable[k] = true
 		}
 	}
@@ -255,6 +256,9 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 	if raw, ok := kept["replicas"]; ok && !c.restorePoolReplicas(obj, raw, p.Child("replicas"), v) {
 		return false
 	}
+	if raw, ok := kept["rollingUpdate"]; ok && !c.restoreRollingUpdate(obj, raw, p.Child("rollingUpdate"), v) {
+		return false
+	}
 	if len(ann.Content) == 2 {
 		annKey, _ := get(md, "annotations")
 		c.deletePair(md, annKey, ann) // no empty map left behind, as the webhook leaves none
@@ -289,6 +293,64 @@ func (c *converter) restorePoolReplicas(obj *yaml, raw json.RawMessage, p *field
 	return true
 }
 
+// restoreRollingUpdate puts back a pool's spec.updateStrategy.rollingUpdate while the strategy's
+// type is still the one the webhook wrote beside it (raw is {"value": …, "with": …}); a type
+// changed since, through v1alpha1, wins, as it does in the webhook. The bounds are a mapping,
+// which has no text edit of ours, so the document is re-encoded.
+func (c *converter) restoreRollingUpdate(obj *yaml, raw json.RawMessage, p *field.Path, at *yaml) bool {
+	var r struct {
+		Value *extv1beta1.SandboxWarmPoolRollingUpdate `json:"value"`
+		With  string                                   `json:"with"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		c.fail(at, field.Invalid(p, string(raw), `must be {"value": {"maxUnavailable": …, "maxSurge": …}, "with": <updateStrategy.type>}`))
+		return false
+	}
+	specPath := field.NewPath("spec")
+	spec := c.mapping(obj, "spec", specPath)
+	strategy := c.mapping(spec, "updateStrategy", specPath.Child("updateStrategy"))
+	if strategy == nil || r.Value == nil {
+		return true // nothing to restore it into (or a finding says why not)
+	}
+	_, typ := get(strategy, "type")
+	if typ == nil || typ.Kind != kyaml.ScalarNode || typ.Value != r.With {
+		return true
+	}
+	value, err := yamlNode(r.Value)
+	if err != nil {
+		c.fail(at, field.Invalid(p, string(raw), fmt.Sprintf("cannot be written as YAML: %v", err)))
+		return false
+	}
+	c.edits = append(c.edits, func() {
+		c.res.reencode = true
+		if _, v := get(strategy, "rollingUpdate"); v != nil {
+			*v = *value
+			return
+		}
+		strategy.Content = append(strategy.Content, &yaml{Kind: kyaml.ScalarNode, Tag: "!!str", Value: "rollingUpdate"}, value)
+	})
+	return true
+}
+
+// yamlNode is v, encoded as JSON, as a YAML node.
+func yamlNode(v any) (*yaml, error) {
+	b, err := json.Marshal(v)
+	if err == nil {
+		b, err = sigsyaml.JSONToYAML(b)
+	}
+	var doc yaml
+	if err == nil {
+		err = kyaml.Unmarshal(b, &doc)
+	}
+	if err == nil && len(doc.Content) != 1 {
+		err = fmt.Errorf("%d documents", len(doc.Content))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return doc.Content[0], nil
+}
+
 // restoreConditions puts back a pool's status.conditions, which the webhook keeps as JSON: as a
 // block list, which has no text edit, so the document is re-encoded.
 func (c *converter) restoreConditions(obj *yaml, raw json.RawMessage, p *field.Path, at *yaml) bool {
@@ -300,22 +362,14 @@ func (c *converter) restoreConditions(obj *yaml, raw json.RawMessage, p *field.P
 	if len(conds) == 0 {
 		return true
 	}
-	b, err := json.Marshal(conds)
-	if err == nil {
-		b, err = sigsyaml.JSONToYAML(b)
-	}
-	var doc yaml
-	if err == nil {
-		err = kyaml.Unmarshal(b, &doc)
-	}
-	if err != nil || len(doc.Content) != 1 {
+	value, err := yamlNode(conds)
+	if err != nil {
 		c.fail(at, field.Invalid(p, string(raw), fmt.Sprintf("cannot be written as YAML: %v", err)))
 		return false
 	}
 	if statusKey, status := get(obj, "status"); statusKey != nil && c.checkMapping(status, field.NewPath("status")) == nil {
 		return false // checkMapping said why
 	}
-	value := doc.Content[0]
 	c.edits = append(c.edits, func() {
 		c.res.reencode = true
 		_, status := get(obj, "status") // as the edits before this one left it
