@@ -253,6 +253,10 @@ func admitObject(all map[schema.GroupVersionKind]*versionSchema, o *unstructured
 		// The claim CRD's CEL rules (env value or valueFrom), which a render does not run.
 		metaErrs = append(metaErrs, render.ValidateClaim(c)...)
 	}
+	if p, ok := target.(*extv1beta1.SandboxWarmPool); ok {
+		// The pool CRD's CEL rules (a RollingUpdate's bounds), which a render does not run.
+		metaErrs = append(metaErrs, render.ValidatePool(p)...)
+	}
 	// Every volume claim template becomes a PVC the render emits: the schema takes any access
 	// mode and any annotation key, the API server does not.
 	vcts := field.NewPath("spec", "volumeClaimTemplates")

@@ -168,6 +168,7 @@ func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.S
 		errs = append(errs, field.Invalid(field.NewPath("spec", "replicas"), n,
 			fmt.Sprintf("more than %d members in one pool; split the pool, or raise the limit (SandboxRender spec.maxPoolReplicas)", limit)))
 	}
+	errs = append(errs, ValidatePool(p)...)
 	t := findByName(templates, p.Namespace, p.Spec.TemplateRef.Name)
 	if t == nil {
 		errs = append(errs, field.NotFound(field.NewPath("spec", "sandboxTemplateRef", "name"), p.Spec.TemplateRef.Name))

@@ -101,6 +101,20 @@ spec:
   updateStrategy: {}
 ---
 apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxWarmPool
+metadata:
+  name: rolling-pool
+  namespace: default
+spec:
+  sandboxTemplateRef:
+    name: python-template
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxSurge: 50%
+      maxUnavailable: 0
+---
+apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxClaim
 metadata:
   name: my-claim
@@ -157,8 +171,8 @@ func TestCRDRoundTripOnARealAPIServer(t *testing.T) {
 	for _, o := range decoded.Claims {
 		add(o.Kind, o.Name, o)
 	}
-	if len(wantSpecs) != 5 {
-		t.Fatalf("decoded %d objects, want 5", len(wantSpecs))
+	if len(wantSpecs) != 6 {
+		t.Fatalf("decoded %d objects, want 6", len(wantSpecs))
 	}
 
 	for _, o := range objs {
@@ -208,6 +222,43 @@ func TestCRDRoundTripOnARealAPIServer(t *testing.T) {
 		}
 		if decodeErr == nil || !strings.Contains(decodeErr.Error(), "exactly one of") {
 			t.Errorf("env %s: the render accepted what the API server refuses: %v", name, decodeErr)
+		}
+	}
+
+	// A RollingUpdate's bounds are checked by the schema and by CEL rules in the CRD; the server
+	// and the render (manifest.Decode runs render.ValidatePool for the CEL rules) must take and
+	// refuse the same ones.
+	for name, tc := range map[string]struct {
+		strategy map[string]any
+		refused  bool
+	}{
+		"over a hundred":       {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxUnavailable": "150%"}}, true},
+		"both 0":               {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxUnavailable": int64(0), "maxSurge": "00%"}}, true},
+		"negative":             {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": int64(-1)}}, true},
+		"no percent sign":      {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "25"}}, true},
+		"a fraction":           {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "1.5%"}}, true},
+		"ten digits":           {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "1000000000%"}}, true},
+		"under Recreate":       {map[string]any{"type": "Recreate", "rollingUpdate": map[string]any{"maxSurge": int64(1)}}, true},
+		"with no type":         {map[string]any{"rollingUpdate": map[string]any{"maxSurge": int64(1)}}, true},
+		"all unavailable":      {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxUnavailable": "100%", "maxSurge": int64(0)}}, false},
+		"leading zeros":        {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxUnavailable": "007%", "maxSurge": "0100%"}}, false},
+		"nine digits":          {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "999999999%"}}, false},
+		"zero percent":         {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxUnavailable": "0%"}}, false},
+		"surge 0 rest default": {map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": int64(0)}}, false},
+		"no bounds":            {map[string]any{"type": "RollingUpdate"}, false},
+	} {
+		pool := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool",
+			"metadata": map[string]any{"name": "bounds-" + strings.ToLower(strings.ReplaceAll(name, " ", "-")), "namespace": "default"},
+			"spec":     map[string]any{"sandboxTemplateRef": map[string]any{"name": "python-template"}, "updateStrategy": tc.strategy},
+		}}
+		_, decodeErr := manifest.Decode([]*unstructured.Unstructured{pool.DeepCopy()})
+		err := c.Create(ctx, pool)
+		if err != nil && strings.Contains(err.Error(), "metadata.name") {
+			t.Fatalf("bounds %s: the case's name is not a valid object name: %v", name, err)
+		}
+		if (err != nil) != tc.refused || (decodeErr != nil) != tc.refused {
+			t.Errorf("bounds %s: the API server says %v, the render %v; want refused %v", name, err, decodeErr, tc.refused)
 		}
 	}
 
