@@ -184,9 +184,10 @@ func poolMemberOf(pool *extv1beta1.SandboxWarmPool, hash string) func(*agentsv1b
 	}
 }
 
-// UpdateStrategy is a pool's effective strategy: OnReplenish unless Recreate is set.
+// UpdateStrategy is a pool's effective strategy: OnReplenish unless Recreate or RollingUpdate is
+// set.
 func UpdateStrategy(pool *extv1beta1.SandboxWarmPool) extv1beta1.SandboxWarmPoolUpdateStrategyType {
-	if s := pool.Spec.UpdateStrategy; s != nil && s.Type == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType {
+	if s := pool.Spec.UpdateStrategy; s != nil && (s.Type == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType || s.Type == extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType) {
 		return s.Type
 	}
 	return extv1beta1.OnReplenishSandboxWarmPoolUpdateStrategyType

@@ -67,10 +67,12 @@ const PoolWriteRecheck = 30 * time.Second
 // pool's label are taken in (or deleted when stale), stale members go under Recreate, members not
 // Ready after the grace period are replaced (unless unschedulable), then the pool is filled to
 // spec.replicas with deterministic names or scaled down (not-Ready members first, then newest
-// first, ties by name), at most PoolMaxBatch at a time. With no template nothing is created and
-// nothing is judged stale. Members another object controls are not the pool's. The status is
-// upstream's (PoolStatus) with the rollout's (PoolRolloutStatus), and the pass comes back when
-// a member's progress deadline passes, so that the status says so without any other event.
+// first, ties by name), at most PoolMaxBatch at a time. Under RollingUpdate (our extension)
+// stale members are instead replaced a few at a time within its bounds (roll) while any are
+// left. With no template nothing is created and nothing is judged stale. Members another object
+// controls are not the pool's. The status is upstream's (PoolStatus) with the rollout's
+// (PoolRolloutStatus), and the pass comes back when a progress deadline passes, so that the
+// status says so without any other event.
 func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, opts Options) *PoolPlan {
 	plan := &PoolPlan{}
 	t := found.Template
@@ -81,29 +83,41 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, 
 			t = nil // a template whose hashes cannot be computed makes nothing and judges nothing
 		}
 	}
+	desired := plan.desired(pool, opts)
+	strategy := UpdateStrategy(pool)
+	var bounds *RollingBounds
+	var invalid error
+	if strategy == extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType {
+		b, err := PoolRollingBounds(pool, int(desired))
+		if bounds, invalid = &b, err; err != nil {
+			bounds = nil // the CRD refuses such a pool: none of its stale members is replaced
+		}
+	}
 	j := plan.judge(pool, found, t, hashes, now, opts)
-	active := plan.scale(pool, found, j.active, j.terminating, t, hashes, opts)
+	var active []*agentsv1beta1.Sandbox
+	if bounds != nil && t != nil && len(j.stale) > 0 {
+		active = plan.roll(pool, found, &j, t, hashes, int(desired), *bounds, opts)
+	} else {
+		active = plan.scale(pool, found, j.active, j.terminating, t, hashes, int(desired), opts)
+	}
 	plan.wait(active, now)
 	if found.InFlightCreates+found.InFlightDeletes > 0 || len(plan.Steps) > 0 {
 		plan.requeue(PoolWriteRecheck)
-	}
-	desired := Replicas(pool)
-	if plan.LimitedTo > 0 {
-		desired = plan.LimitedTo
 	}
 	st, deadline := PoolRolloutStatus(pool, PoolStatus(pool, active), active, PoolRollout{
 		TemplateFound:  t != nil,
 		Desired:        desired,
 		Stale:          j.stale,
 		ReplacingStale: j.replacingStale,
-		ReplacesStale:  UpdateStrategy(pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType,
+		ReplacesStale:  strategy != extv1beta1.OnReplenishSandboxWarmPoolUpdateStrategyType,
+		Rolling:        bounds,
 	}, now)
 	plan.requeue(deadline)
 	plan.Status = &st
 	// Only a real change is written: the rollout status keeps every transition time and message
 	// while nothing changes, so a pool at rest is not written on every pass.
 	plan.WriteStatus = !equality.Semantic.DeepEqual(&st, &pool.Status)
-	plan.warn(pool, j.held)
+	plan.warn(pool, j.held, invalid)
 	// A claim takes a member that is Ready already: nobody waits on the refill, until so few are
 	// left that the next claims would start cold.
 	plan.Background = PoolBackground(pool, st)
@@ -206,27 +220,24 @@ func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *e
 	return j
 }
 
-// scale fills the pool to spec.replicas (less what is terminating) with members of deterministic
-// names, or deletes the least useful members above it, at most PoolMaxBatch at a time; it
-// returns the members that stay.
-func (p *PoolPlan) scale(pool *extv1beta1.SandboxWarmPool, found PoolFound, active []*agentsv1beta1.Sandbox, terminating int, t *extv1beta1.SandboxTemplate, hashes PoolHashes, opts Options) []*agentsv1beta1.Sandbox {
-	desired := int(Replicas(pool))
-	if limit := int(opts.maxPoolReplicas()); desired > limit {
+// desired is the number of members the pool keeps: spec.replicas, at most the limit of members
+// per pool (then LimitedTo says so).
+func (p *PoolPlan) desired(pool *extv1beta1.SandboxWarmPool, opts Options) int32 {
+	desired := Replicas(pool)
+	if limit := opts.maxPoolReplicas(); desired > limit {
 		desired = limit
-		p.LimitedTo = int32(limit)
+		p.LimitedTo = limit
 	}
+	return desired
+}
+
+// scale fills the pool to desired members (less what is terminating) with members of
+// deterministic names, or deletes the least useful members above it, at most PoolMaxBatch at a
+// time; it returns the members that stay.
+func (p *PoolPlan) scale(pool *extv1beta1.SandboxWarmPool, found PoolFound, active []*agentsv1beta1.Sandbox, terminating int, t *extv1beta1.SandboxTemplate, hashes PoolHashes, desired int, opts Options) []*agentsv1beta1.Sandbox {
 	switch have := len(active) + found.InFlightCreates; {
 	case have+terminating < desired && t != nil:
-		n := min(desired-have-terminating, PoolMaxBatch)
-		for _, name := range PoolMemberNames(pool.Namespace, pool.Name, n, found.Taken) {
-			// Create only: a name the cache did not show as taken is never applied over (it could
-			// be a member a claim has just adopted). Created in slow-start batches, as upstream
-			// creates members: a failing API server sees one request, not hundreds.
-			e := normalEvent("Created", fmt.Sprintf("Created Sandbox %q", name))
-			s := createStep(agentsv1beta1.SandboxKind, PoolSandbox(pool, t, name, hashes, opts), &e)
-			s.OnConflict, s.Concurrent = ConflictSkip, true
-			p.Steps = append(p.Steps, s)
-		}
+		p.create(pool, found, t, hashes, min(desired-have-terminating, PoolMaxBatch), opts)
 	case have > desired:
 		excess := slices.Clone(active)
 		slices.SortFunc(excess, scaleDownOrder)
@@ -237,6 +248,85 @@ func (p *PoolPlan) scale(pool *extv1beta1.SandboxWarmPool, found PoolFound, acti
 		active = excess[n:]
 	}
 	return active
+}
+
+// create creates n members of deterministic names, none of them a name taken.
+func (p *PoolPlan) create(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *extv1beta1.SandboxTemplate, hashes PoolHashes, n int, opts Options) {
+	if n <= 0 {
+		return
+	}
+	for _, name := range PoolMemberNames(pool.Namespace, pool.Name, n, found.Taken) {
+		// Create only: a name the cache did not show as taken is never applied over (it could
+		// be a member a claim has just adopted). Created in slow-start batches, as upstream
+		// creates members: a failing API server sees one request, not hundreds.
+		e := normalEvent("Created", fmt.Sprintf("Created Sandbox %q", name))
+		s := createStep(agentsv1beta1.SandboxKind, PoolSandbox(pool, t, name, hashes, opts), &e)
+		s.OnConflict, s.Concurrent = ConflictSkip, true
+		p.Steps = append(p.Steps, s)
+	}
+}
+
+// roll is a RollingUpdate's pass while stale members remain, a Deployment's rolling update with
+// members for Pods and the stale members for the old ReplicaSets (rolloutRolling), both
+// directions in one pass:
+//
+//   - Stale members go least useful first (scaleDownOrder: not Ready, then newest): one that is
+//     not Ready whenever (it serves no claim; a Deployment cleans up unhealthy old Pods first),
+//     a Ready one only while at least desired-MaxUnavailable Ready members stay. Updated members
+//     above desired (spec.replicas lowered during the rollout) go the same way, after them.
+//   - Updated members are created up to desired, and all members up to desired+MaxSurge,
+//     counting those on their way out (this pass's deletions too) as the pool counts them when it
+//     fills: a retired member is replaced once it is gone, and a surge never runs past the
+//     bound while members terminate.
+//
+// So a rollout whose new members never become Ready stops at the bound: the stale Ready members
+// it keeps are never fewer than desired-MaxUnavailable (nor fewer than there were). Which stale
+// member is stale is IsStale's decision, so a template changed again mid-rollout makes the
+// members of every older template stale alike, and the rollout goes on from where it is.
+// Members a claim adopted are no longer the pool's and are not seen here; a deletion carries the
+// member's resourceVersion, so one adopted meanwhile is not deleted from under its claim.
+func (p *PoolPlan) roll(pool *extv1beta1.SandboxWarmPool, found PoolFound, j *judged, t *extv1beta1.SandboxTemplate, hashes PoolHashes, desired int, b RollingBounds, opts Options) []*agentsv1beta1.Sandbox {
+	var updated, stale []*agentsv1beta1.Sandbox
+	ready := 0
+	for _, sb := range j.active {
+		if j.stale[sb] {
+			stale = append(stale, sb)
+		} else {
+			updated = append(updated, sb)
+		}
+		if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
+			ready++
+		}
+	}
+	budget := ready - max(desired-b.MaxUnavailable, 0) // Ready members this pass may delete
+	batch := PoolMaxBatch
+	// retire deletes up to n of members, least useful first, within the budget and the batch;
+	// it returns the members that stay and how many go.
+	retire := func(members []*agentsv1beta1.Sandbox, n int, reason string) ([]*agentsv1beta1.Sandbox, int) {
+		members = slices.Clone(members)
+		slices.SortFunc(members, scaleDownOrder)
+		gone := 0
+		for gone < n && gone < len(members) && batch > 0 {
+			sb := members[gone]
+			if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
+				if budget <= 0 {
+					break // the rest are Ready too: scaleDownOrder puts the not Ready first
+				}
+				budget--
+			}
+			p.Steps = append(p.Steps, poolDeletion(sb, reason))
+			gone++
+			batch--
+		}
+		return members[gone:], gone
+	}
+	stale, retired := retire(stale, len(stale), DeleteStale)
+	updated, scaledDown := retire(updated, len(updated)+found.InFlightCreates-desired, DeleteScaleDown)
+	j.replacingStale += retired
+	terminating := j.terminating + retired + scaledDown
+	have := len(updated) + found.InFlightCreates
+	p.create(pool, found, t, hashes, min(desired-have, desired+b.MaxSurge-have-len(stale)-terminating, PoolMaxBatch), opts)
+	return append(updated, stale...)
 }
 
 // poolDeletion deletes a member on the version found: a member a claim adopted meanwhile is not
@@ -264,11 +354,15 @@ func (p *PoolPlan) wait(active []*agentsv1beta1.Sandbox, now time.Time) {
 }
 
 // warn says what keeps the pool from progressing: a spec.replicas over the limit, while the pool
-// grows to the limit (not on every pass after), and a held member (upstream's
-// WarmPoolNotProgressing).
-func (p *PoolPlan) warn(pool *extv1beta1.SandboxWarmPool, held []*agentsv1beta1.Sandbox) {
+// grows to the limit (not on every pass after), RollingUpdate bounds the CRD would refuse, and a
+// held member (upstream's WarmPoolNotProgressing).
+func (p *PoolPlan) warn(pool *extv1beta1.SandboxWarmPool, held []*agentsv1beta1.Sandbox, invalid error) {
 	if p.LimitedTo > 0 && pool.Status.Replicas < p.LimitedTo {
 		p.Events = append(p.Events, warningEvent("ReplicasOverLimit", fmt.Sprintf("spec.replicas %d is more than the limit of %d members per pool; kept at the limit (raise it with the render config's spec.maxPoolReplicas)", Replicas(pool), p.LimitedTo)))
+	}
+	if invalid != nil {
+		// Only a pool the CRD did not check gets here (an older CRD, a Go client's object).
+		p.Events = append(p.Events, warningEvent("InvalidUpdateStrategy", fmt.Sprintf("%v; no stale member is replaced until it is fixed", invalid)))
 	}
 	if len(held) > 0 {
 		p.Events = append(p.Events, warningEvent("WarmPoolNotProgressing", fmt.Sprintf("Sandbox %q is not Ready after %v and its Pod cannot be scheduled; kept", held[0].Name, PoolReadinessGrace)))

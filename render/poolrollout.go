@@ -24,8 +24,8 @@ func ProgressDeadline(pool *extv1beta1.SandboxWarmPool) time.Duration {
 }
 
 // PoolRollout is what a pool's pass decided that its rollout status is computed from, besides
-// its members and the time. PlanPool fills it from its judgement of the members; a strategy
-// that rolls members a few at a time would add what it decides (its surge, its retirements).
+// its members and the time. PlanPool fills it from its judgement of the members and, under
+// RollingUpdate, from its bounds.
 type PoolRollout struct {
 	// TemplateFound says the pool's template exists (and hashes): without it no member is
 	// created, none is judged stale, and none is counted as made from the current template.
@@ -38,10 +38,16 @@ type PoolRollout struct {
 	Stale map[*agentsv1beta1.Sandbox]bool
 	// ReplacingStale counts the stale members the pass deletes, to be replaced.
 	ReplacingStale int
-	// ReplacesStale says the update strategy replaces stale members (Recreate): its rollout is
-	// complete only once every member wanted is made from the current template. OnReplenish
-	// keeps stale members by design, so its rollout is complete once the pool is full and Ready.
+	// ReplacesStale says the update strategy replaces stale members (Recreate, RollingUpdate):
+	// its rollout is complete only once every member wanted is made from the current template
+	// and no stale member is left. OnReplenish keeps stale members by design, so its rollout is
+	// complete once the pool is full and Ready.
 	ReplacesStale bool
+	// Rolling are a RollingUpdate's bounds (nil under another strategy, or when they are
+	// invalid). Its rollout replaces stale members from the first pass on (MembersUpdated), its
+	// message says how, and its progress is measured as a Deployment's is, from the last
+	// progress rather than from a member's creation: see PoolRolloutStatus.
+	Rolling *RollingBounds
 }
 
 // PoolRolloutStatus adds the rollout status to st, upstream's status of the same members
@@ -57,8 +63,17 @@ type PoolRollout struct {
 //     once every member the strategy wants exists and is Ready; False with
 //     ProgressDeadlineExceeded while a member made from the current template has existed for
 //     longer than the progress deadline without becoming Ready; True with MembersUpdated while
-//     stale members are replaced (from the pass that deletes them until the rollout ends);
-//     otherwise True with NewMembersCreated.
+//     stale members are replaced (from the pass that deletes them until the rollout ends; under
+//     RollingUpdate from the first pass that finds one); otherwise True with NewMembersCreated.
+//
+// Under RollingUpdate the progress deadline is also measured from the rollout's last progress,
+// as a Deployment's is: from the later of the moment Progressing turned True (the rollout began,
+// or resumed) and the last time a member made from the current template became Ready (its Ready
+// condition's transition). A rollout with no such progress for longer than the deadline is
+// ProgressDeadlineExceeded, and stays so until a member made from the current template becomes
+// Ready after that, or the rollout completes. Measuring from a member's creation alone would
+// never get there with the default deadline: a member not Ready is replaced after the readiness
+// grace (5 minutes), before it is 600 s old, and its replacement starts the count again.
 //
 // Messages carry the counts and nothing that changes while the members do not, so a pool at rest
 // gets back the status it has. It also returns when the pass should come back for a progress
@@ -93,8 +108,19 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 	if !r.TemplateFound {
 		stale = 0 // nothing is judged stale without a template
 	}
+	// A strategy that replaces stale members is complete once none is left (Recreate never keeps
+	// one: its judgement deletes them all, so for it this is what it always was).
 	complete := st.ReadyReplicas >= r.Desired && r.ReplacingStale == 0 &&
-		(!r.ReplacesStale || st.UpdatedReadyReplicas >= r.Desired)
+		(!r.ReplacesStale || st.UpdatedReadyReplicas >= r.Desired && stale == 0)
+	prev := meta.FindStatusCondition(pool.Status.Conditions, extv1beta1.SandboxWarmPoolProgressing)
+	var stalled bool
+	if r.Rolling != nil && r.TemplateFound && !complete {
+		var d time.Duration
+		stalled, d = rollingStalled(prev, members, r, deadline, now)
+		if d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
 
 	st.Conditions = slices.Clone(pool.Status.Conditions)  // never the cached object's own list
 	at := metav1.NewTime(now.UTC().Truncate(time.Second)) // as the API server stores it
@@ -111,12 +137,15 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 	set(available)
 
 	counts := fmt.Sprintf("%d updated, %d updated Ready, %d desired", st.UpdatedReplicas, st.UpdatedReadyReplicas, r.Desired)
-	if stale > 0 && !r.ReplacesStale {
+	switch {
+	case stale > 0 && !r.ReplacesStale:
 		counts += fmt.Sprintf("; %d %s from an older template, replaced as %s claimed (updateStrategy %s)",
 			stale, plural(stale, "member is", "members are"), plural(stale, "it is", "they are"), UpdateStrategy(pool))
+	case stale > 0 && r.Rolling != nil:
+		counts += fmt.Sprintf("; %d %s from an older template, replaced a few at a time (updateStrategy RollingUpdate, maxSurge %d, maxUnavailable %d)",
+			stale, plural(stale, "member is", "members are"), r.Rolling.MaxSurge, r.Rolling.MaxUnavailable)
 	}
 	progressing := metav1.Condition{Type: extv1beta1.SandboxWarmPoolProgressing}
-	prev := meta.FindStatusCondition(pool.Status.Conditions, extv1beta1.SandboxWarmPoolProgressing)
 	switch {
 	case !r.TemplateFound:
 		progressing.Status, progressing.Reason = metav1.ConditionFalse, extv1beta1.PoolTemplateNotFoundReason
@@ -131,7 +160,12 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 		progressing.Status, progressing.Reason = metav1.ConditionFalse, extv1beta1.ProgressDeadlineExceededReason
 		progressing.Message = fmt.Sprintf("Sandbox %q, made from the current template, is not Ready after progressDeadlineSeconds (%d): %s",
 			stuck.Name, int64(deadline/time.Second), counts)
-	case r.ReplacingStale > 0 || prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == extv1beta1.MembersUpdatedReason:
+	case stalled:
+		progressing.Status, progressing.Reason = metav1.ConditionFalse, extv1beta1.ProgressDeadlineExceededReason
+		progressing.Message = fmt.Sprintf("No member made from the current template has become Ready within progressDeadlineSeconds (%d): %s",
+			int64(deadline/time.Second), counts)
+	case r.ReplacingStale > 0 || r.Rolling != nil && stale > 0 ||
+		prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == extv1beta1.MembersUpdatedReason:
 		// From the pass that deletes stale members until the rollout ends: their replacements
 		// are still part of replacing them.
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, extv1beta1.MembersUpdatedReason
@@ -142,6 +176,40 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 	}
 	set(progressing)
 	return st, next
+}
+
+// rollingStalled reports whether a RollingUpdate's rollout that is not complete has made no
+// progress for longer than the deadline (see PoolRolloutStatus), or else how long until it will
+// have, a second after, as the member deadlines are requeued (zero when it is stalled already).
+func rollingStalled(prev *metav1.Condition, members []*agentsv1beta1.Sandbox, r PoolRollout, deadline time.Duration, now time.Time) (bool, time.Duration) {
+	var lastReady time.Time // the last time a member made from the current template became Ready
+	for _, m := range members {
+		if m.DeletionTimestamp != nil || r.Stale[m] {
+			continue
+		}
+		if c := meta.FindStatusCondition(m.Status.Conditions, agentsv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(lastReady) {
+			lastReady = c.LastTransitionTime.Time
+		}
+	}
+	if prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == extv1beta1.ProgressDeadlineExceededReason {
+		if !lastReady.After(prev.LastTransitionTime.Time) {
+			return true, 0 // no progress since it was exceeded
+		}
+		prev = nil // progress resumed: Progressing turns True at this pass, the count starts now
+	}
+	since := now // the rollout begins at this pass, which turns Progressing True
+	if prev != nil && prev.Status == metav1.ConditionTrue {
+		since = prev.LastTransitionTime.Time
+	}
+	if lastReady.After(since) {
+		since = lastReady
+	}
+	// Exceeded once the deadline has passed: at the deadline itself it has not, yet.
+	due := since.Add(deadline)
+	if now.After(due) {
+		return true, 0
+	}
+	return false, due.Sub(now) + time.Second
 }
 
 func plural(n int32, one, many string) string {
