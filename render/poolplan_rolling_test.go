@@ -407,3 +407,42 @@ func TestPoolRolloutStatusRollingDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimWarmCandidatesRollingUpdate: claims of a RollingUpdate pool take the Ready members
+// made from the current template before the stale ones; an OnReplenish pool keeps upstream's
+// order (oldest first, stale or not).
+func TestClaimWarmCandidatesRollingUpdate(t *testing.T) {
+	old := poolTemplate("python:3.12")
+	tpl := poolTemplate("python:3.13")
+	rolling := rollingPool(3, nil, nil)
+	onReplenish := testPool(3, "")
+	members := func(p *extv1beta1.SandboxWarmPool) []*agentsv1beta1.Sandbox {
+		return []*agentsv1beta1.Sandbox{
+			member(p, old, "stale-old", 3*time.Hour, ready), member(p, old, "stale-young", 2*time.Hour, ready),
+			member(p, tpl, "fresh-old", 2*time.Minute, ready), member(p, tpl, "fresh-young", time.Minute, ready),
+			member(p, tpl, "fresh-net", time.Minute, networked),
+		}
+	}
+	cases := map[string]struct {
+		pool *extv1beta1.SandboxWarmPool
+		rank int
+		want []string
+	}{
+		"RollingUpdate, first claim":  {rolling, 0, []string{"fresh-old", "fresh-young", "stale-old", "stale-young", "fresh-net"}},
+		"RollingUpdate, second claim": {rolling, 1, []string{"fresh-young", "stale-old", "stale-young", "fresh-old", "fresh-net"}},
+		"RollingUpdate, third claim":  {rolling, 2, []string{"stale-old", "stale-young", "fresh-old", "fresh-young", "fresh-net"}},
+		"OnReplenish":                 {onReplenish, 0, []string{"stale-old", "stale-young", "fresh-old", "fresh-young", "fresh-net"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ClaimWarmCandidates(claimOn("pool", "1"), ClaimPool{Pool: tc.pool, Template: tpl}, members(tc.pool), tc.rank, nil, Options{})
+			var names []string
+			for _, sb := range got.Adoptable {
+				names = append(names, sb.Name)
+			}
+			if diff := cmp.Diff(tc.want, names); diff != "" {
+				t.Errorf("candidates (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -82,36 +82,50 @@ func ClaimRank(claim *extv1beta1.SandboxClaim, claims []*extv1beta1.SandboxClaim
 }
 
 // ClaimWarmCandidates orders the members of a claim's pool for adoption. Under a Recreate pool a
-// stale member is never handed out. Within each group members go oldest first (a FIFO, like
-// upstream's queue; arrival is the order a controller's informer listed them, see
-// ClaimFound.Arrival), and the Ready group starts at the claim's rank (ClaimRank), so claims
-// arriving together try different members first instead of all racing for one.
+// stale member is never handed out; under a RollingUpdate pool (our extension) the Ready members
+// made from the current template come before the stale Ready ones, so claims take what the
+// rollout brings and the stale members it retires are the ones nobody took. Recreate and
+// OnReplenish keep upstream's order: its queue does not tell stale members apart, and an
+// OnReplenish pool is replaced as its members are claimed, oldest (so stale) first. Within each
+// group members go oldest first (a FIFO, like upstream's queue; arrival is the order a
+// controller's informer listed them, see ClaimFound.Arrival), and the Ready members start at the
+// claim's rank (ClaimRank), so claims arriving together try different members first instead of
+// all racing for one.
 func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members []*agentsv1beta1.Sandbox, rank int, arrival map[string]uint64, opts Options) WarmCandidates {
 	var out WarmCandidates
 	if cp.Pool == nil {
 		return out
 	}
-	recreate := UpdateStrategy(cp.Pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType && cp.Template != nil
+	strategy := UpdateStrategy(cp.Pool)
+	recreate := strategy == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType && cp.Template != nil
+	rolling := strategy == extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType && cp.Template != nil
 	var hashes PoolHashes
-	if recreate {
+	if recreate || rolling {
 		var err error
 		if hashes, err = TemplateHashes(cp.Template); err != nil {
-			recreate = false
+			recreate, rolling = false, false
 		}
 	}
-	var ready, networked []*agentsv1beta1.Sandbox
+	stale := func(sb *agentsv1beta1.Sandbox) bool {
+		return sb.Labels[agentsv1beta1.SandboxTemplateHashLabel] != hashes.Blueprint && IsStale(sb, cp.Template, hashes, opts)
+	}
+	var ready, staleReady, networked []*agentsv1beta1.Sandbox
 	for _, sb := range members {
 		if !Adoptable(sb, claim.Namespace, cp.Pool.Name) {
 			continue
 		}
-		if recreate && sb.Labels[agentsv1beta1.SandboxTemplateHashLabel] != hashes.Blueprint && IsStale(sb, cp.Template, hashes, opts) {
+		if recreate && stale(sb) {
 			continue
 		}
 		switch {
 		case len(sb.Status.PodIPs) == 0:
 			out.Pending++
 		case meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady):
-			ready = append(ready, sb)
+			if rolling && stale(sb) {
+				staleReady = append(staleReady, sb)
+			} else {
+				ready = append(ready, sb)
+			}
 		default:
 			networked = append(networked, sb)
 		}
@@ -123,8 +137,11 @@ func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members [
 	// creates, and after a restart both controllers rebuild it from the same initial list. The
 	// ordinal of a name in PoolMemberNames is not that order: members are created in parallel
 	// batches. It decides only between members no informer listed (a render, which has none).
-	order := memberOrder(claim.Namespace, cp.Pool.Name, len(ready)+len(networked))
+	order := memberOrder(claim.Namespace, cp.Pool.Name, len(ready)+len(staleReady)+len(networked))
 	ready, networked = oldestFirst(ready, arrival, order), oldestFirst(networked, arrival, order)
+	// The k-th waiting claim's first choice is the k-th of this order: claims arriving together
+	// take the updated members first, then the stale ones.
+	ready = append(ready, oldestFirst(staleReady, arrival, order)...)
 	if len(ready) > 1 {
 		k := rank % len(ready)
 		ready = append(ready[k:], ready[:k]...)
