@@ -111,6 +111,7 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, 
 		ReplacingStale: j.replacingStale,
 		ReplacesStale:  strategy != extv1beta1.OnReplenishSandboxWarmPoolUpdateStrategyType,
 		Rolling:        bounds,
+		TemplateHash:   hashes.Blueprint,
 	}, now)
 	plan.requeue(deadline)
 	plan.Status = &st

@@ -338,8 +338,14 @@ func TestPoolRolloutStatusRollingDeadline(t *testing.T) {
 	pool := rollingPool(2, nil, nil)
 	bounds := &RollingBounds{MaxSurge: 1}
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(planNow.Add(-d)) }
+	h, _ := TemplateHashes(tpl)
 	progressing := func(status metav1.ConditionStatus, reason string, since metav1.Time) metav1.Condition {
-		return metav1.Condition{Type: extv1beta1.SandboxWarmPoolProgressing, Status: status, Reason: reason, LastTransitionTime: since, ObservedGeneration: 3}
+		return metav1.Condition{Type: extv1beta1.SandboxWarmPoolProgressing, Status: status, Reason: reason, LastTransitionTime: since, ObservedGeneration: 3,
+			Message: "…: 1 updated (template hash " + h.Blueprint + "), 0 updated Ready, 2 desired"}
+	}
+	otherRollout := func(c metav1.Condition) *metav1.Condition {
+		c.Message = "…: 1 updated (template hash 0123abcd), 0 updated Ready, 2 desired"
+		return &c
 	}
 	staleReady := []*agentsv1beta1.Sandbox{member(pool, old, "old-0", time.Hour, ready), member(pool, old, "old-1", time.Hour, ready)}
 	starting := member(pool, tpl, "new-0", 2*time.Minute) // a replacement of one not Ready after the grace
@@ -380,6 +386,18 @@ func TestPoolRolloutStatusRollingDeadline(t *testing.T) {
 			members: append(slices.Clone(staleReady), starting),
 			want:    want{metav1.ConditionFalse, extv1beta1.ProgressDeadlineExceededReason, at(time.Minute), 8*time.Minute + time.Second},
 		},
+		"a rollout to another template": {
+			reason:  "the template changed while Progressing was True for another rollout: it is set anew, and the count starts now",
+			prev:    otherRollout(progressing(metav1.ConditionTrue, extv1beta1.MembersUpdatedReason, at(30*time.Minute))),
+			members: append(slices.Clone(staleReady), starting),
+			want:    want{metav1.ConditionTrue, extv1beta1.MembersUpdatedReason, metav1.NewTime(planNow), 8*time.Minute + time.Second},
+		},
+		"a rollout to another template, the last one exceeded": {
+			reason:  "a new template is a new rollout: True again",
+			prev:    otherRollout(progressing(metav1.ConditionFalse, extv1beta1.ProgressDeadlineExceededReason, at(time.Minute))),
+			members: append(slices.Clone(staleReady), starting),
+			want:    want{metav1.ConditionTrue, extv1beta1.MembersUpdatedReason, metav1.NewTime(planNow), 8*time.Minute + time.Second},
+		},
 		"progress resumes": {
 			reason:  "an updated member became Ready after the deadline was exceeded: True again, counted from now",
 			prev:    ptr.To(progressing(metav1.ConditionFalse, extv1beta1.ProgressDeadlineExceededReason, at(5*time.Minute))),
@@ -387,7 +405,6 @@ func TestPoolRolloutStatusRollingDeadline(t *testing.T) {
 			want:    want{metav1.ConditionTrue, extv1beta1.MembersUpdatedReason, metav1.NewTime(planNow), 10*time.Minute + time.Second},
 		},
 	}
-	h, _ := TemplateHashes(tpl)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := pool.DeepCopy()
@@ -398,7 +415,7 @@ func TestPoolRolloutStatusRollingDeadline(t *testing.T) {
 					stale[m] = true
 				}
 			}
-			st, next := PoolRolloutStatus(p, PoolStatus(p, tc.members), tc.members, PoolRollout{TemplateFound: true, Desired: 2, Stale: stale, ReplacesStale: true, Rolling: bounds}, planNow)
+			st, next := PoolRolloutStatus(p, PoolStatus(p, tc.members), tc.members, PoolRollout{TemplateFound: true, Desired: 2, Stale: stale, ReplacesStale: true, Rolling: bounds, TemplateHash: h.Blueprint}, planNow)
 			c := meta.FindStatusCondition(st.Conditions, extv1beta1.SandboxWarmPoolProgressing)
 			got := want{c.Status, c.Reason, c.LastTransitionTime, next}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -48,6 +49,10 @@ type PoolRollout struct {
 	// message says how, and its progress is measured as a Deployment's is, from the last
 	// progress rather than from a member's creation: see PoolRolloutStatus.
 	Rolling *RollingBounds
+	// TemplateHash is the current template's blueprint hash (the members'
+	// sandbox-template-hash), which names a RollingUpdate's rollout in its messages as a
+	// Deployment's names its new ReplicaSet: a rollout to another template begins anew.
+	TemplateHash string
 }
 
 // PoolRolloutStatus adds the rollout status to st, upstream's status of the same members
@@ -67,13 +72,18 @@ type PoolRollout struct {
 //     RollingUpdate from the first pass that finds one); otherwise True with NewMembersCreated.
 //
 // Under RollingUpdate the progress deadline is also measured from the rollout's last progress,
-// as a Deployment's is: from the later of the moment Progressing turned True (the rollout began,
-// or resumed) and the last time a member made from the current template became Ready (its Ready
-// condition's transition). A rollout with no such progress for longer than the deadline is
-// ProgressDeadlineExceeded, and stays so until a member made from the current template becomes
-// Ready after that, or the rollout completes. Measuring from a member's creation alone would
-// never get there with the default deadline: a member not Ready is replaced after the readiness
-// grace (5 minutes), before it is 600 s old, and its replacement starts the count again.
+// as a Deployment's is: from the later of the moment the rollout began (Progressing turned True,
+// or a rollout to another template began) and the last time a member made from the current
+// template became Ready (its Ready condition's transition). A rollout with no such progress for
+// longer than the deadline is ProgressDeadlineExceeded, and stays so until a member made from
+// the current template becomes Ready after that, the rollout completes, or the template changes.
+// Measuring from a member's creation alone would never get there with the default deadline: a
+// member not Ready is replaced after the readiness grace (5 minutes), before it is 600 s old,
+// and its replacement starts the count again. Its messages name the template hash the rollout
+// goes to, as a Deployment's name its new ReplicaSet, and that is how a pass tells a rollout
+// to another template from the one under way: metav1.Condition has no lastUpdateTime, so a new
+// rollout sets Progressing anew, its transition time now even when it was True already (the one
+// place these conditions depart from meta.SetStatusCondition).
 //
 // Messages carry the counts and nothing that changes while the members do not, so a pool at rest
 // gets back the status it has. It also returns when the pass should come back for a progress
@@ -113,12 +123,17 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 	complete := st.ReadyReplicas >= r.Desired && r.ReplacingStale == 0 &&
 		(!r.ReplacesStale || st.UpdatedReadyReplicas >= r.Desired && stale == 0)
 	prev := meta.FindStatusCondition(pool.Status.Conditions, extv1beta1.SandboxWarmPoolProgressing)
-	var stalled bool
-	if r.Rolling != nil && r.TemplateFound && !complete {
-		var d time.Duration
-		stalled, d = rollingStalled(prev, members, r, deadline, now)
-		if d > 0 && (next == 0 || d < next) {
-			next = d
+	var stalled, begins bool
+	rollout := fmt.Sprintf("(template hash %s)", r.TemplateHash)
+	if r.Rolling != nil && r.TemplateFound {
+		// A rollout begins when the last Progressing condition names no rollout to this template.
+		begins = prev == nil || !strings.Contains(prev.Message, rollout)
+		if !complete {
+			var d time.Duration
+			stalled, d = rollingStalled(prev, begins, members, r, deadline, now)
+			if d > 0 && (next == 0 || d < next) {
+				next = d
+			}
 		}
 	}
 
@@ -137,6 +152,9 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 	set(available)
 
 	counts := fmt.Sprintf("%d updated, %d updated Ready, %d desired", st.UpdatedReplicas, st.UpdatedReadyReplicas, r.Desired)
+	if r.Rolling != nil && r.TemplateFound {
+		counts = fmt.Sprintf("%d updated %s, %d updated Ready, %d desired", st.UpdatedReplicas, rollout, st.UpdatedReadyReplicas, r.Desired)
+	}
 	switch {
 	case stale > 0 && !r.ReplacesStale:
 		counts += fmt.Sprintf("; %d %s from an older template, replaced as %s claimed (updateStrategy %s)",
@@ -174,6 +192,9 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, extv1beta1.NewMembersCreatedReason
 		progressing.Message = "Waiting for new members to be created and become Ready: " + counts
 	}
+	if begins && progressing.Status == metav1.ConditionTrue {
+		meta.RemoveStatusCondition(&st.Conditions, extv1beta1.SandboxWarmPoolProgressing) // set anew: see above
+	}
 	set(progressing)
 	return st, next
 }
@@ -181,7 +202,10 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 // rollingStalled reports whether a RollingUpdate's rollout that is not complete has made no
 // progress for longer than the deadline (see PoolRolloutStatus), or else how long until it will
 // have, a second after, as the member deadlines are requeued (zero when it is stalled already).
-func rollingStalled(prev *metav1.Condition, members []*agentsv1beta1.Sandbox, r PoolRollout, deadline time.Duration, now time.Time) (bool, time.Duration) {
+func rollingStalled(prev *metav1.Condition, begins bool, members []*agentsv1beta1.Sandbox, r PoolRollout, deadline time.Duration, now time.Time) (bool, time.Duration) {
+	if begins {
+		prev = nil // a rollout to another template: its count starts now
+	}
 	var lastReady time.Time // the last time a member made from the current template became Ready
 	for _, m := range members {
 		if m.DeletionTimestamp != nil || r.Stale[m] {

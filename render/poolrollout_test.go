@@ -256,6 +256,15 @@ func TestPoolStatusAtRest(t *testing.T) {
 		"an unschedulable member held past the deadline": {testPool(2, ""), func(p *extv1beta1.SandboxWarmPool) []*agentsv1beta1.Sandbox {
 			return []*agentsv1beta1.Sandbox{member(p, tpl, names[0], time.Minute, ready), member(p, tpl, names[1], time.Hour, unschedulableMember)}
 		}},
+		"RollingUpdate waiting on its new member": {testPool(2, extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType), func(p *extv1beta1.SandboxWarmPool) []*agentsv1beta1.Sandbox {
+			return []*agentsv1beta1.Sandbox{member(p, old, names[0], time.Hour, ready), member(p, old, names[1], time.Hour, ready), member(p, tpl, "new", time.Minute)}
+		}},
+		"RollingUpdate stuck past its deadline": {testPool(2, extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType), func(p *extv1beta1.SandboxWarmPool) []*agentsv1beta1.Sandbox {
+			return []*agentsv1beta1.Sandbox{member(p, old, names[0], time.Hour, ready), member(p, old, names[1], time.Hour, ready), member(p, tpl, "new", time.Hour, unschedulableMember)}
+		}},
+		"RollingUpdate complete": {testPool(2, extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType), func(p *extv1beta1.SandboxWarmPool) []*agentsv1beta1.Sandbox {
+			return []*agentsv1beta1.Sandbox{member(p, tpl, names[0], time.Minute, ready), member(p, tpl, names[1], time.Minute, ready)}
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pool := tc.pool
