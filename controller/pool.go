@@ -18,8 +18,10 @@ import (
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxwarmpools/status,verbs=get;patch
 
 // PoolReconciler keeps each SandboxWarmPool at spec.replicas members with render.PlanPool's
-// plan: deterministic member names, orphans taken in, stale and stuck members replaced, scale
-// down least useful first, and the status (which the scale subresource reads).
+// plan: deterministic member names, orphans taken in, stale and stuck members replaced (stale
+// ones a few at a time under RollingUpdate: a member's Ready event brings the pass that goes on,
+// through the Sandbox watch), scale down least useful first, and the status (which the scale
+// subresource reads).
 type PoolReconciler struct {
 	x       *executor
 	configs *renderConfigs
