@@ -138,13 +138,28 @@ func PlanClaim(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, 
 	if plan.LaunchType == "" && plan.Sandbox != nil {
 		plan.LaunchType = plan.Sandbox.Labels[agentsv1beta1.SandboxLaunchTypeLabel]
 	}
-	plan.status(claim, ClaimStatusInputs{Sandbox: plan.Sandbox, Err: cerr}, now)
+	plan.status(claim, ClaimStatusInputs{Sandbox: plan.Sandbox, Err: cerr, ReadyDeadline: opts.claimReadyDeadline()}, now)
 	if hold := claimStatusHold(claim, plan.Status, now); hold > 0 && plan.WriteStatus {
 		plan.WriteStatus, plan.StatusEvents = false, nil
 		plan.requeue(hold)
 	}
+	plan.requeueAtReadyDeadline(claim, cerr, now, opts)
 	plan.upstreamAnnotations(claim, found, now, opts)
 	return plan
+}
+
+// requeueAtReadyDeadline brings the pass back when a claim whose Sandbox is not Ready reaches its
+// ready deadline (ClaimReadyDeadlineAt), so that its status says so then, not at the next event.
+func (p *ClaimPlan) requeueAtReadyDeadline(claim *extv1beta1.SandboxClaim, cerr *ClaimError, now time.Time, opts Options) {
+	if cerr != nil || p.Sandbox == nil {
+		return
+	}
+	if c := meta.FindStatusCondition(p.Status.Conditions, agentsv1beta1.ConditionReady); c == nil || !startingReason(*c) {
+		return
+	}
+	if at, ok := ClaimReadyDeadlineAt(claim, p.Sandbox, opts.claimReadyDeadline()); ok && now.Before(at) {
+		p.requeue(at.Sub(now))
+	}
 }
 
 // resync keeps a claimed Sandbox's metadata as ClaimSandboxMetadata computes it from the

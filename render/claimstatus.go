@@ -80,6 +80,9 @@ type ClaimStatusInputs struct {
 	Err *ClaimError
 	// Expired is set once the claim's lifecycle has ended (its expiry step is not NotExpired).
 	Expired bool
+	// ReadyDeadline is how long a claim's Sandbox may stay not Ready before the claim says it
+	// will not become Ready by itself (Options.ClaimReadyDeadline); zero never says so.
+	ReadyDeadline time.Duration
 }
 
 // ClaimStatus is the status upstream writes for a claim: Ready from the error (by reason), the
@@ -88,7 +91,7 @@ type ClaimStatusInputs struct {
 // pod IPs. Conditions are sorted by type, as upstream sorts them before writing.
 func ClaimStatus(claim *extv1beta1.SandboxClaim, obs ClaimStatusInputs, now metav1.Time) extv1beta1.SandboxClaimStatus {
 	st := *claim.Status.DeepCopy()
-	ready := claimReady(claim, obs)
+	ready := claimReady(claim, obs, now.Time)
 	if ready.LastTransitionTime.IsZero() {
 		ready.LastTransitionTime = now
 	}
@@ -116,7 +119,7 @@ func ClaimStatus(claim *extv1beta1.SandboxClaim, obs ClaimStatusInputs, now meta
 	return st
 }
 
-func claimReady(claim *extv1beta1.SandboxClaim, obs ClaimStatusInputs) metav1.Condition {
+func claimReady(claim *extv1beta1.SandboxClaim, obs ClaimStatusInputs, now time.Time) metav1.Condition {
 	c := metav1.Condition{Type: agentsv1beta1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: claim.Generation}
 	switch {
 	case obs.Err != nil:
@@ -139,6 +142,42 @@ func claimReady(claim *extv1beta1.SandboxClaim, obs ClaimStatusInputs) metav1.Co
 			c = *sbReady.DeepCopy()
 			c.ObservedGeneration = claim.Generation
 		}
+		if at, ok := ClaimReadyDeadlineAt(claim, obs.Sandbox, obs.ReadyDeadline); ok && startingReason(c) && !now.Before(at) {
+			c.Message = fmt.Sprintf("%s: %s; not Ready %v after the claim was created or last Ready: it will not become Ready without someone acting", c.Reason, c.Message, obs.ReadyDeadline)
+			c.Reason = extv1beta1.ProgressDeadlineExceededReason
+		}
 	}
 	return c
+}
+
+// startingReason reports whether a claim's Ready condition says its Sandbox is still on its way
+// to Ready (not yet a status, or its dependencies not Ready): the state a deadline can end. A
+// finished Pod, an expiry or an error has a reason of its own, which stays.
+func startingReason(c metav1.Condition) bool {
+	return c.Status != metav1.ConditionTrue && (c.Reason == ReasonSandboxNotReady || c.Reason == agentsv1beta1.ReasonDependenciesNotReady)
+}
+
+// ClaimReadyDeadlineAt is when a claim whose Sandbox sb is not Ready says it will not become
+// Ready by itself: deadline after the latest of the claim's creation, its Sandbox's, and the last
+// time its Ready condition turned False (a claim that was Ready and lost its Pod gets the whole
+// deadline again, and so does a claim that only now got its Sandbox). False when deadline is
+// zero, the claim is Ready, or the claim or its Sandbox has no creation time (an object no API
+// server has stored yet, such as the Sandbox this very pass creates).
+func ClaimReadyDeadlineAt(claim *extv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, deadline time.Duration) (time.Time, bool) {
+	if deadline <= 0 || sb == nil || claim.CreationTimestamp.IsZero() || sb.CreationTimestamp.IsZero() {
+		return time.Time{}, false
+	}
+	start := claim.CreationTimestamp.Time
+	if sb.CreationTimestamp.After(start) {
+		start = sb.CreationTimestamp.Time
+	}
+	if cur := meta.FindStatusCondition(claim.Status.Conditions, agentsv1beta1.ConditionReady); cur != nil {
+		if cur.Status == metav1.ConditionTrue {
+			return time.Time{}, false
+		}
+		if cur.LastTransitionTime.After(start) {
+			start = cur.LastTransitionTime.Time
+		}
+	}
+	return start.Add(deadline), true
 }

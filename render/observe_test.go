@@ -85,6 +85,24 @@ func TestObservedPodPlansTheSame(t *testing.T) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes"}}}
 		})}},
 		"running, not ready": {sb: sb, pods: []*corev1.Pod{state(func(p *corev1.Pod) { p.Status.Conditions[3].Status = corev1.ConditionFalse })}},
+		"image pull back-off": {sb: sb, pods: []*corev1.Pod{state(func(p *corev1.Pod) {
+			p.Status.Phase, p.Status.PodIPs, p.Status.PodIP = corev1.PodPending, nil, ""
+			p.Status.Conditions[3].Status = corev1.ConditionFalse
+			p.Status.ContainerStatuses[0].Ready = false
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "127.0.0.1:1/missing:v1"`}}
+		})}},
+		"crash loop": {sb: sb, pods: []*corev1.Pod{state(func(p *corev1.Pod) {
+			p.Status.Conditions[3].Status = corev1.ConditionFalse
+			p.Status.ContainerStatuses[0].Ready = false
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}}
+			p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error", ContainerID: "containerd://2"}}
+		})}},
+		"init container config error": {sb: sb, pods: []*corev1.Pod{state(func(p *corev1.Pod) {
+			p.Status.Phase, p.Status.PodIPs, p.Status.PodIP = corev1.PodPending, nil, ""
+			p.Status.Conditions[3].Status = corev1.ConditionFalse
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "setup", Image: "busybox",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "token" not found`}}}}
+		})}},
 		"ready without IPs":  {sb: sb, pods: []*corev1.Pod{state(func(p *corev1.Pod) { p.Status.PodIPs, p.Status.PodIP = nil, "" })}},
 		"succeeded":          {sb: sb, pods: []*corev1.Pod{state(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })}},
 		"failed":             {sb: sb, pods: []*corev1.Pod{state(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })}},

@@ -43,9 +43,27 @@ type Options struct {
 	// about 49 KB per member, so without it many pools under MaxPoolReplicas each could still
 	// exhaust a CI runner.
 	MaxPoolMembers int64
+	// ClaimReadyDeadline is how long a claim's Sandbox may stay not Ready, from the claim's
+	// creation or its last Ready, before the claim's Ready condition says it will not become
+	// Ready by itself (reason ProgressDeadlineExceeded). 0 means DefaultClaimReadyDeadline; a
+	// SandboxRender's spec.claimReadyDeadlineSeconds sets it.
+	ClaimReadyDeadline time.Duration
 	// Upstream are the controller's switches for upstream's annotations (--upstream-annotations);
 	// no render config sets them, and the function's render writes no annotations of them.
 	Upstream UpstreamAnnotations
+}
+
+// DefaultClaimReadyDeadline is the default of Options.ClaimReadyDeadline: a Deployment's default
+// progressDeadlineSeconds, and a pool's. It is twice upstream's 5-minute grace for a pool member
+// that never becomes Ready, and long enough for a multi-gigabyte agent image pulled on a cold
+// node, which a shorter deadline would report as stuck while it is only slow.
+const DefaultClaimReadyDeadline = 10 * time.Minute
+
+func (o Options) claimReadyDeadline() time.Duration {
+	if o.ClaimReadyDeadline <= 0 {
+		return DefaultClaimReadyDeadline
+	}
+	return o.ClaimReadyDeadline
 }
 
 // DefaultMaxPoolMembers is the default of Options.MaxPoolMembers: two full pools, about 1 GB.

@@ -234,6 +234,11 @@ func readyCondition(sb *agentsv1beta1.Sandbox, obs SandboxStatusInputs) metav1.C
 			}
 		}
 	}
+	if !podReady {
+		if cause := PodStuckCause(pod); cause != "" {
+			message += "; " + cause
+		}
+	}
 	// A nil spec.service still requires a Service that exists (upstream's back-compat rule).
 	svcRequired := obs.Service != nil
 	if sb.Spec.Service != nil {
@@ -288,7 +293,8 @@ const StartupWindow = 30 * time.Second
 // is within StartupWindow of its Sandbox's or Pod's creation and going normally (Ready=False with
 // DependenciesNotReady, not unschedulable), its status waits, and the first status written is
 // usually Ready=True. Anything else (Ready, errors, suspension, finished Pods, expiry,
-// unschedulable Pods, and any start that takes longer) is written at once. So is the fall of a
+// unschedulable Pods, a Pod PodStuckCause finds stuck, and any start that takes longer) is
+// written at once. So is the fall of a
 // Sandbox whose stored status says Ready: its Pod was deleted or failed, the agent's process and
 // memory went with it, and whoever uses the Sandbox must see that before the replacement Pod is
 // Ready (upstream's TestWarmPoolSandboxWatcher polls for exactly this).
@@ -300,7 +306,7 @@ func sandboxStatusHold(sb *agentsv1beta1.Sandbox, pod *corev1.Pod, next *agentsv
 	if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
 		return 0
 	}
-	if meta.IsStatusConditionFalse(next.Conditions, agentsv1beta1.ConditionPodScheduled) {
+	if meta.IsStatusConditionFalse(next.Conditions, agentsv1beta1.ConditionPodScheduled) || PodStuckCause(pod) != "" {
 		return 0
 	}
 	start := sb.CreationTimestamp.Time

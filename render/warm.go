@@ -222,7 +222,8 @@ func ClaimSandboxMetadata(sb *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxCl
 // claimStatusHold is how long a claim's status write may wait: a claim whose Sandbox is starting
 // normally (not Ready yet, no error) has nothing a client acts on until it is Ready, so within
 // StartupWindow of the claim's creation the not-ready status is not written; the Ready one comes
-// soon after and is the only write. Zero means write now.
+// soon after and is the only write. A Sandbox that reports why it is stuck (PodStuckCause) is no
+// normal start: its claim says so at once. Zero means write now.
 func claimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxClaimStatus, now time.Time) time.Duration {
 	ready := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady)
 	if ready == nil || ready.Status == metav1.ConditionTrue {
@@ -231,6 +232,9 @@ func claimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxCla
 	switch ready.Reason {
 	case ReasonSandboxNotReady, agentsv1beta1.ReasonDependenciesNotReady:
 	default:
+		return 0
+	}
+	if sandboxReportsStuck(ready.Message) {
 		return 0
 	}
 	if meta.FindStatusCondition(claim.Status.Conditions, agentsv1beta1.ConditionReady) != nil {

@@ -85,6 +85,11 @@ type SandboxRenderSpec struct {
 	// MaxPoolMembers is the most members all pools of one render may ask for together; above it
 	// the render is an error before anything is rendered. 0 or unset means 20000.
 	MaxPoolMembers *int64 `json:"maxPoolMembers,omitempty"`
+	// ClaimReadyDeadlineSeconds is how long a claim's Sandbox may stay not Ready, from the
+	// claim's creation or its last Ready, before the claim's Ready condition turns to reason
+	// ProgressDeadlineExceeded, saying it will not become Ready by itself; the controller's only
+	// (a render has no time). 0 or unset means 600, a Deployment's default progress deadline.
+	ClaimReadyDeadlineSeconds *int32 `json:"claimReadyDeadlineSeconds,omitempty"`
 	// Resources are objects to render when the function runs as a kustomize generator, which
 	// receives no items: the generator emits them and their children.
 	Resources []map[string]any `json:"resources,omitempty"`
@@ -330,6 +335,9 @@ func (c *SandboxRender) validate() field.ErrorList {
 	if n := c.Spec.MaxPoolReplicas; n != nil && *n < 0 {
 		errs = append(errs, field.Invalid(spec.Child("maxPoolReplicas"), *n, "must be 0 or more (0 means the default, 10000)"))
 	}
+	if n := c.Spec.ClaimReadyDeadlineSeconds; n != nil && *n < 0 {
+		errs = append(errs, field.Invalid(spec.Child("claimReadyDeadlineSeconds"), *n, "must be 0 or more (0 means the default, 600)"))
+	}
 	if n := c.Spec.MaxPoolMembers; n != nil && *n < 0 {
 		errs = append(errs, field.Invalid(spec.Child("maxPoolMembers"), *n, "must be 0 or more (0 means the default, 20000)"))
 	}
@@ -345,6 +353,7 @@ func (c *SandboxRender) Options() render.Options {
 		DisableWarmPoolEviction: c.Spec.DisableWarmPoolEviction,
 		MaxPoolReplicas:         ptr.Deref(c.Spec.MaxPoolReplicas, 0),
 		MaxPoolMembers:          ptr.Deref(c.Spec.MaxPoolMembers, 0),
+		ClaimReadyDeadline:      time.Duration(ptr.Deref(c.Spec.ClaimReadyDeadlineSeconds, 0)) * time.Second,
 	}
 	if c.Spec.Now != nil {
 		t := c.Spec.Now.Time

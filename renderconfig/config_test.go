@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -84,6 +85,11 @@ func TestConfigFieldErrors(t *testing.T) {
 			reason: "a pool limit below 0",
 			spec:   `maxPoolReplicas: -1`,
 			want:   `spec.maxPoolReplicas: Invalid value: -1`,
+		},
+		"NegativeClaimReadyDeadline": {
+			reason: "a claim's ready deadline below 0",
+			spec:   `claimReadyDeadlineSeconds: -5`,
+			want:   `spec.claimReadyDeadlineSeconds: Invalid value: -5: must be 0 or more (0 means the default, 600)`,
 		},
 		"ResourceEmpty": {
 			reason: "spec.resources: [{}] was taken by render and validate, exit 2 in the function and exit 1 in build",
@@ -328,4 +334,18 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestClaimReadyDeadlineOption: the config's seconds become the controller's deadline, and unset
+// leaves the render's default.
+func TestClaimReadyDeadlineOption(t *testing.T) {
+	for spec, want := range map[string]time.Duration{"mode: expand": 0, "claimReadyDeadlineSeconds: 90": 90 * time.Second} {
+		c, err := Parse([]byte("apiVersion: render.sandbox-gitops.dev/v1alpha1\nkind: SandboxRender\nmetadata: {name: r}\nspec:\n  " + spec + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		if got := c.Options().ClaimReadyDeadline; got != want {
+			t.Errorf("%s: ClaimReadyDeadline %v, want %v", spec, got, want)
+		}
+	}
 }
