@@ -63,7 +63,9 @@ type PoolRollout struct {
 // generation).
 //
 //   - Available is True (MinimumReplicasAvailable) when at least spec.replicas members are
-//     Ready, else False (MinimumReplicasUnavailable).
+//     Ready, under RollingUpdate spec.replicas - maxUnavailable (a Deployment's rule: a rollout
+//     that keeps its bound, or a claim taking a member, leaves the pool available), else False
+//     (MinimumReplicasUnavailable).
 //   - Progressing is False with TemplateNotFound without a template; False with RolloutComplete
 //     once every member the strategy wants exists and is Ready; False with
 //     ProgressDeadlineExceeded while a member made from the current template has existed for
@@ -144,9 +146,14 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 
+	minimum, message := Replicas(pool), fmt.Sprintf("%d of %d members Ready", st.ReadyReplicas, Replicas(pool))
+	if r.Rolling != nil && r.Rolling.MaxUnavailable > 0 {
+		minimum -= int32(min(r.Rolling.MaxUnavailable, int(minimum)))
+		message += fmt.Sprintf(" (at least %d wanted: maxUnavailable %d)", minimum, r.Rolling.MaxUnavailable)
+	}
 	available := metav1.Condition{Type: extv1beta1.SandboxWarmPoolAvailable, Status: metav1.ConditionFalse, Reason: extv1beta1.MinimumReplicasUnavailableReason,
-		Message: fmt.Sprintf("%d of %d members Ready", st.ReadyReplicas, Replicas(pool))}
-	if st.ReadyReplicas >= Replicas(pool) {
+		Message: message}
+	if st.ReadyReplicas >= minimum {
 		available.Status, available.Reason = metav1.ConditionTrue, extv1beta1.MinimumReplicasAvailableReason
 	}
 	set(available)

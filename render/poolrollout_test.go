@@ -313,3 +313,42 @@ func viaAPI(t *testing.T, st *extv1beta1.SandboxWarmPoolStatus) *extv1beta1.Sand
 	}
 	return out
 }
+
+// TestPoolAvailableUnderRollingUpdate: under RollingUpdate a pool is Available with
+// spec.replicas - maxUnavailable members Ready, as a Deployment is, so a rollout step within its
+// bound does not turn it unavailable; the other strategies want every member Ready.
+func TestPoolAvailableUnderRollingUpdate(t *testing.T) {
+	tpl := poolTemplate("python:3.12")
+	cases := map[string]struct {
+		strategy extv1beta1.SandboxWarmPoolUpdateStrategyType
+		rolling  *RollingBounds
+		ready    int
+		status   metav1.ConditionStatus
+		message  string
+	}{
+		"RollingUpdate at its floor":    {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &RollingBounds{MaxSurge: 2, MaxUnavailable: 1}, 4, metav1.ConditionTrue, "4 of 5 members Ready (at least 4 wanted: maxUnavailable 1)"},
+		"RollingUpdate below it":        {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &RollingBounds{MaxSurge: 2, MaxUnavailable: 1}, 3, metav1.ConditionFalse, "3 of 5 members Ready (at least 4 wanted: maxUnavailable 1)"},
+		"RollingUpdate, none may go":    {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &RollingBounds{MaxSurge: 1}, 4, metav1.ConditionFalse, "4 of 5 members Ready"},
+		"maxUnavailable above replicas": {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &RollingBounds{MaxUnavailable: 9}, 0, metav1.ConditionTrue, "0 of 5 members Ready (at least 0 wanted: maxUnavailable 9)"},
+		"OnReplenish wants every one":   {"", nil, 4, metav1.ConditionFalse, "4 of 5 members Ready"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pool := testPool(5, tc.strategy)
+			var members []*agentsv1beta1.Sandbox
+			for i := range 5 {
+				if i < tc.ready {
+					members = append(members, member(pool, tpl, string(rune('a'+i)), time.Minute, ready))
+				} else {
+					members = append(members, member(pool, tpl, string(rune('a'+i)), time.Minute))
+				}
+			}
+			st := extv1beta1.SandboxWarmPoolStatus{Replicas: 5, ReadyReplicas: int32(tc.ready)}
+			got, _ := PoolRolloutStatus(pool, st, members, PoolRollout{TemplateFound: true, Desired: 5, Rolling: tc.rolling}, planNow)
+			c := meta.FindStatusCondition(got.Conditions, extv1beta1.SandboxWarmPoolAvailable)
+			if diff := cmp.Diff([]string{string(tc.status), tc.message}, []string{string(c.Status), c.Message}); diff != "" {
+				t.Errorf("Available (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
