@@ -118,6 +118,8 @@ func simulatedOutcome(p *corev1.Pod) kubeletsim.Outcome {
 		return kubeletsim.Fail
 	case "Unschedulable":
 		return kubeletsim.Unschedulable
+	case "PullBackOff":
+		return kubeletsim.PullBackOff
 	}
 	return kubeletsim.Run
 }

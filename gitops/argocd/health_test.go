@@ -327,3 +327,47 @@ data:
 	}
 	return []byte(b.String()), nil
 }
+
+// recordedVerdicts are the verdicts issue 32 asks of the states recorded from the controller
+// (testdata/*/recorded-*.yaml, written by the controller package's TestHealthFixtures): a
+// rollout or a fill that stopped, and a claim past its ready deadline, are Degraded; a rollout
+// under way and a claim still starting are Progressing; a finished rollout is Healthy. The
+// goldens say the same; this table keeps a careless -update from turning a stuck state Healthy.
+var recordedVerdicts = map[string]string{
+	"sandbox/recorded-image-pull-backoff":           "Progressing",
+	"sandboxclaim/recorded-ready":                   "Healthy",
+	"sandboxclaim/recorded-stuck":                   "Progressing",
+	"sandboxclaim/recorded-stuck-deadline-exceeded": "Degraded",
+	"sandboxclaim/recorded-warm-pool-not-found":     "Degraded",
+	"sandboxwarmpool/recorded-filling":              "Progressing",
+	"sandboxwarmpool/recorded-rolling":              "Progressing",
+	"sandboxwarmpool/recorded-rollout-complete":     "Healthy",
+	"sandboxwarmpool/recorded-rollout-stuck":        "Degraded",
+	"sandboxwarmpool/recorded-template-not-found":   "Degraded",
+}
+
+// TestRecordedVerdicts checks every recorded fixture against recordedVerdicts, and that the table
+// names exactly the recorded fixtures.
+func TestRecordedVerdicts(t *testing.T) {
+	got := map[string]string{}
+	for _, c := range checks {
+		script, err := os.ReadFile(c.script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fixture := range fixtures(t, c.dir) {
+			name := c.dir + "/" + strings.TrimSuffix(filepath.Base(fixture), ".yaml")
+			if !strings.HasPrefix(filepath.Base(fixture), "recorded-") {
+				continue
+			}
+			hs, err := runHealthLua(string(script), testenv.ReadObject(t, fixture).Object)
+			if err != nil {
+				t.Fatalf("%s on %s: %v", c.script, fixture, err)
+			}
+			got[name] = hs.Status
+		}
+	}
+	if diff := cmp.Diff(recordedVerdicts, got); diff != "" {
+		t.Errorf("verdicts on the recorded fixtures (-want +got):\n%s", diff)
+	}
+}

@@ -8,6 +8,7 @@ package kubeletsim
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,9 @@ const (
 	Fail
 	// Unschedulable leaves the Pod unbound with PodScheduled=False.
 	Unschedulable
+	// PullBackOff binds the Pod and reports its containers waiting in ImagePullBackOff, with the
+	// kubelet's message, as for an image that cannot be pulled.
+	PullBackOff
 )
 
 // Node is the node every Pod is bound to.
@@ -179,6 +183,24 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 			return nil
 		}
 		p.Status.Phase = corev1.PodPending
+	case PullBackOff:
+		if pod.Status.Phase == corev1.PodPending && len(pod.Status.ContainerStatuses) > 0 {
+			return nil
+		}
+		p.Status.Phase = corev1.PodPending
+		var names []string
+		for _, c := range pod.Spec.Containers {
+			names = append(names, c.Name)
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+				Name: c.Name, Image: c.Image,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+					Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}},
+			})
+		}
+		unready := fmt.Sprintf("containers with unready status: [%s]", strings.Join(names, " "))
+		setCondition(p, corev1.PodInitialized, corev1.ConditionTrue, "", "")
+		setCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", unready)
+		setCondition(p, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", unready)
 	case Succeed, Fail:
 		p.Status.Phase = corev1.PodSucceeded
 		if outcome == Fail {

@@ -13,6 +13,7 @@
 --   InvalidMetadata, EnvVarsInjectionRejected,
 --   VolumeClaimTemplatesError, ReconcilerError,
 --   PodFailed, MultiplePods (copied)          Degraded     needs a fix in Git or the cluster
+--   ProgressDeadlineExceeded                  Degraded     see (2)
 --   SandboxNotReady, SandboxMissing,
 --   SandboxCreatePending, AdoptionConflict,
 --   DependenciesNotReady, any other reason    Progressing
@@ -22,6 +23,12 @@
 --     only after a change in Git (a later shutdownTime). That is an intended stop, not a fault,
 --     so Suspended, as for an expired Sandbox. "Claim expired. <error>; deletion skipped." is
 --     still an expiry; the message carries the detail.
+--
+-- (2) This project's controller turns a claim whose Sandbox is not Ready after
+--     claimReadyDeadlineSeconds (a SandboxRender option, 600 by default) to
+--     ProgressDeadlineExceeded, keeping the cause in the message (an image that cannot be
+--     pulled, a Pod that cannot be scheduled, a crash loop). Before the deadline the same claim
+--     is Progressing, with the same cause in its message.
 --
 -- Not checked: Ready.observedGeneration. At upstream HEAD every claim condition carries the
 -- claim's generation, but v0.5.6 copies the Sandbox's Ready with the Sandbox's generation, so
@@ -67,6 +74,7 @@ local degradedReasons = {
   ReconcilerError = true,
   PodFailed = true,
   MultiplePods = true,
+  ProgressDeadlineExceeded = true,
 }
 
 local progressingReasons = {

@@ -1,15 +1,27 @@
 -- Argo CD health check for extensions.agents.x-k8s.io/SandboxWarmPool (sandbox-gitops, gitops/argocd).
 --
--- The pool has no conditions: its controller writes replicas, readyReplicas and
--- observedGeneration, and omits replicas and readyReplicas when they are 0.
+-- This project's controller writes the Available and Progressing conditions, in the spirit of a
+-- Deployment's, beside replicas, readyReplicas, updatedReplicas, updatedReadyReplicas and
+-- observedGeneration:
 --
---   status.observedGeneration < generation   Progressing  status describes an older spec
---   readyReplicas >= spec.replicas           Healthy      "N/M ready"; 0 desired is Healthy
---   otherwise                                Progressing  "N/M ready"
+--   status.observedGeneration < generation    Progressing  status describes an older spec
+--   Progressing False ProgressDeadlineExceeded Degraded     a rollout or a fill made no progress
+--                                                           for progressDeadlineSeconds: a member
+--                                                           made from the current template does
+--                                                           not become Ready (the old members
+--                                                           still serve claims)
+--   Progressing False TemplateNotFound        Degraded     the SandboxTemplate is missing
+--   Progressing True (NewMembersCreated,
+--   MembersUpdated)                           Progressing  filling up, or rolling out a template
+--                                                           change
+--   Progressing False RolloutComplete         Healthy      every member wanted exists and is Ready
 --
--- spec.replicas defaults to 1 when absent, as the CRD does. A pool never reports a failure
--- (a missing SandboxTemplate just stops replenishment), so it is never Degraded; it has no
--- suspend or expiry either.
+-- The message is the condition's, which carries the counts. Any other Progressing reason is
+-- Progressing with the reason shown.
+--
+-- Upstream's controller writes no conditions: then the verdict is readyReplicas against
+-- spec.replicas (1 when absent, as the CRD defaults it; 0 desired is Healthy), "N/M ready", and
+-- such a pool is never Degraded. Both omit replicas and readyReplicas when they are 0.
 --
 -- Only the base and table libraries are used: Argo CD opens no string library by default.
 
@@ -21,6 +33,30 @@ local status = obj.status or {}
 local generation = obj.metadata.generation
 if generation ~= nil and (status.observedGeneration or 0) < generation then
   return health("Progressing", "Waiting for the controller to observe generation " .. generation)
+end
+
+local progressing = nil
+if status.conditions ~= nil then
+  for _, c in ipairs(status.conditions) do
+    if c.type == "Progressing" then
+      progressing = c
+    end
+  end
+end
+
+if progressing ~= nil then
+  local reason = progressing.reason or ""
+  local message = progressing.message or reason
+  if progressing.status == "False" and (reason == "ProgressDeadlineExceeded" or reason == "TemplateNotFound") then
+    return health("Degraded", message)
+  end
+  if progressing.status == "False" and reason == "RolloutComplete" then
+    return health("Healthy", message)
+  end
+  if progressing.status == "True" and (reason == "NewMembersCreated" or reason == "MembersUpdated") then
+    return health("Progressing", message)
+  end
+  return health("Progressing", reason .. ": " .. message)
 end
 
 local desired = 1
