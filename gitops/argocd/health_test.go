@@ -1,7 +1,6 @@
 package argocd
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -9,14 +8,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	lua "github.com/yuin/gopher-lua"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/gitopshealth"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
@@ -39,94 +37,6 @@ var checks = []check{
 // configMapKey is the argocd-cm key Argo CD reads a health check for group/kind from.
 func (c check) configMapKey() string {
 	return "resource.customizations.health." + c.group + "_" + c.kind
-}
-
-// healthStatus is what Argo CD reads from the table a health script returns.
-type healthStatus struct {
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
-
-// The codes Argo CD accepts from a script (gitops-engine health.HealthStatusCode); anything else
-// is shown as Unknown with invalidHealthStatus.
-var validStatuses = []string{"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
-
-const invalidHealthStatus = "Lua returned an invalid health status"
-
-// runHealthLua evaluates a health script the way Argo CD's util/lua VM does at v3
-// (argoproj/argo-cd@37ee009): a state without the standard libraries except package, base and
-// table (Argo CD adds a reduced os library that these scripts do not use, so leaving it out only
-// makes the test stricter), a one-second deadline, the object as the global obj, and the returned
-// table read as {status, message}.
-func runHealthLua(script string, obj map[string]any) (healthStatus, error) {
-	l := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer l.Close()
-	for _, lib := range []struct {
-		name string
-		open lua.LGFunction
-	}{
-		{lua.LoadLibName, lua.OpenPackage},
-		{lua.BaseLibName, lua.OpenBase},
-		{lua.TabLibName, lua.OpenTable},
-	} {
-		if err := l.CallByParam(lua.P{Fn: l.NewFunction(lib.open), NRet: 0, Protect: true}, lua.LString(lib.name)); err != nil {
-			return healthStatus{}, fmt.Errorf("open %s library: %w", lib.name, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	l.SetContext(ctx)
-	l.SetGlobal("obj", toLua(l, obj))
-
-	if err := l.DoString(script); err != nil {
-		return healthStatus{}, err
-	}
-	ret, ok := l.Get(-1).(*lua.LTable)
-	if !ok {
-		return healthStatus{}, fmt.Errorf("script returned %s, want a table", l.Get(-1).Type())
-	}
-	var hs healthStatus
-	for field, dst := range map[string]*string{"status": &hs.Status, "message": &hs.Message} {
-		switch v := ret.RawGetString(field).(type) {
-		case lua.LString:
-			*dst = string(v)
-		case *lua.LNilType:
-		default:
-			return healthStatus{}, fmt.Errorf("hs.%s is a %s, want a string", field, v.Type())
-		}
-	}
-	if !slices.Contains(validStatuses, hs.Status) {
-		return healthStatus{Status: "Unknown", Message: invalidHealthStatus}, nil
-	}
-	return hs, nil
-}
-
-// toLua converts an unstructured value as Argo CD's decodeValue does: integers and floats become
-// numbers, lists become sequences (1-based, so ipairs works), maps become tables.
-func toLua(l *lua.LState, value any) lua.LValue {
-	switch v := value.(type) {
-	case bool:
-		return lua.LBool(v)
-	case string:
-		return lua.LString(v)
-	case int64:
-		return lua.LNumber(v)
-	case float64:
-		return lua.LNumber(v)
-	case []any:
-		t := l.CreateTable(len(v), 0)
-		for _, item := range v {
-			t.Append(toLua(l, item))
-		}
-		return t
-	case map[string]any:
-		t := l.CreateTable(0, len(v))
-		for key, item := range v {
-			t.RawSetH(lua.LString(key), toLua(l, item))
-		}
-		return t
-	}
-	return lua.LNil
 }
 
 // fixtures lists the shared fixtures of one kind.
@@ -154,7 +64,7 @@ func TestHealth(t *testing.T) {
 				if gk := obj.GroupVersionKind().GroupKind(); gk != (schema.GroupKind{Group: c.group, Kind: c.kind}) {
 					t.Fatalf("fixture is a %s, want %s.%s", gk, c.kind, c.group)
 				}
-				got, err := runHealthLua(string(script), obj.Object)
+				got, err := gitopshealth.ArgoCD(string(script), obj.Object)
 				if err != nil {
 					t.Fatalf("%s: %v", c.script, err)
 				}
@@ -162,7 +72,7 @@ func TestHealth(t *testing.T) {
 					writeExpected(t, expectedPath(fixture), got)
 					return
 				}
-				var want healthStatus
+				var want gitopshealth.ArgoCDStatus
 				data, err := os.ReadFile(expectedPath(fixture))
 				if err != nil {
 					t.Fatalf("%v (run with -update to create it)", err)
@@ -179,7 +89,7 @@ func TestHealth(t *testing.T) {
 }
 
 // writeExpected writes a golden with status before message, the order people read them in.
-func writeExpected(t *testing.T, path string, hs healthStatus) {
+func writeExpected(t *testing.T, path string, hs gitopshealth.ArgoCDStatus) {
 	t.Helper()
 	message, err := yaml.Marshal(hs.Message)
 	if err != nil {
@@ -217,7 +127,7 @@ func TestScriptsTolerateIncompleteObjects(t *testing.T) {
 		}
 		for name, tc := range cases {
 			t.Run(c.dir+"/"+name, func(t *testing.T) {
-				got, err := runHealthLua(string(script), tc.obj)
+				got, err := gitopshealth.ArgoCD(string(script), tc.obj)
 				if err != nil {
 					t.Fatalf("%s\n%s: %v", tc.reason, c.script, err)
 				}
@@ -360,7 +270,7 @@ func TestRecordedVerdicts(t *testing.T) {
 			if !strings.HasPrefix(filepath.Base(fixture), "recorded-") {
 				continue
 			}
-			hs, err := runHealthLua(string(script), testenv.ReadObject(t, fixture).Object)
+			hs, err := gitopshealth.ArgoCD(string(script), testenv.ReadObject(t, fixture).Object)
 			if err != nil {
 				t.Fatalf("%s on %s: %v", c.script, fixture, err)
 			}

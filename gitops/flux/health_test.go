@@ -1,10 +1,7 @@
 package flux
 
 import (
-	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,13 +9,12 @@ import (
 	"testing"
 
 	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/ext"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/gitopshealth"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
@@ -30,28 +26,13 @@ const (
 	fixtureDir = "../argocd/testdata"
 )
 
-// kstatus results a custom health check can produce (fluxcd/cli-utils kstatus/status).
+// kstatus results, short.
 const (
-	current    = "Current"
-	inProgress = "InProgress"
-	failed     = "Failed"
-	// unknown is what kstatus reports when evaluating the expressions returns an error.
-	unknown = "Unknown"
+	current    = gitopshealth.Current
+	inProgress = gitopshealth.InProgress
+	failed     = gitopshealth.Failed
+	unknown    = gitopshealth.Unknown
 )
-
-// customHealthCheck is one entry of a Kustomization's spec.healthCheckExprs
-// (fluxcd/pkg apis/kustomize CustomHealthCheck).
-type customHealthCheck struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind,omitempty"`
-	Current    string `json:"current"`
-	InProgress string `json:"inProgress,omitempty"`
-	Failed     string `json:"failed,omitempty"`
-}
-
-type snippet struct {
-	HealthCheckExprs []customHealthCheck `json:"healthCheckExprs"`
-}
 
 // kinds are the agent-sandbox kinds the snippet must cover, by fixture directory.
 var kinds = map[string]schema.GroupKind{
@@ -60,107 +41,13 @@ var kinds = map[string]schema.GroupKind{
 	"sandboxwarmpool": {Group: "extensions.agents.x-k8s.io", Kind: "SandboxWarmPool"},
 }
 
-func readSnippet(t *testing.T) snippet {
+func readSnippet(t *testing.T) gitopshealth.Snippet {
 	t.Helper()
-	data, err := os.ReadFile(snippetFile)
+	s, err := gitopshealth.ReadSnippet(snippetFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s snippet
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
-		t.Fatalf("%s: %v", snippetFile, err)
-	}
 	return s
-}
-
-// fluxEnv is the CEL environment fluxcd/pkg runtime/cel NewExpression builds for health
-// checks: no declared variables (the expressions are parsed, not type-checked, because not every
-// custom resource has the usual top-level fields), optional types, and the strings, sets and
-// encoders extensions. The object's top-level fields are bound as variables at evaluation, so
-// the expressions say status.conditions, not self.status.conditions.
-func fluxEnv() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.HomogeneousAggregateLiterals(),
-		cel.EagerlyValidateDeclarations(true),
-		cel.DefaultUTCTimeZone(true),
-		cel.CrossTypeNumericComparisons(true),
-		cel.OptionalTypes(),
-		ext.Strings(),
-		ext.Sets(),
-		ext.Encoders(),
-	)
-}
-
-// evaluator is one entry of the snippet, parsed into programs as Flux's StatusEvaluator does.
-type evaluator struct {
-	current, inProgress, failed cel.Program
-}
-
-func newEvaluator(env *cel.Env, hc customHealthCheck) (*evaluator, error) {
-	if hc.Current == "" {
-		return nil, errors.New("current is required")
-	}
-	var e evaluator
-	for _, x := range []struct {
-		expr string
-		dst  *cel.Program
-	}{
-		{hc.Current, &e.current},
-		{hc.InProgress, &e.inProgress},
-		{hc.Failed, &e.failed},
-	} {
-		if x.expr == "" {
-			continue
-		}
-		ast, iss := env.Parse(x.expr)
-		if iss.Err() != nil {
-			return nil, fmt.Errorf("parse %q: %w", x.expr, iss.Err())
-		}
-		prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(100))
-		if err != nil {
-			return nil, fmt.Errorf("program %q: %w", x.expr, err)
-		}
-		*x.dst = prg
-	}
-	return &e, nil
-}
-
-// evaluate returns the kstatus result Flux computes for obj (StatusEvaluator.Evaluate, RFC 0009):
-// a status.observedGeneration that differs from metadata.generation is InProgress outright;
-// otherwise inProgress, failed and current are evaluated in that order and the first true one
-// wins; none true is InProgress. An evaluation error is Unknown, as kstatus reports it.
-func (e *evaluator) evaluate(obj *unstructured.Unstructured) (string, error) {
-	observed, ok, err := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
-	if err == nil && ok {
-		generation, ok, err := unstructured.NestedInt64(obj.Object, "metadata", "generation")
-		if err == nil && ok && observed != generation {
-			return inProgress, nil
-		}
-	}
-	for _, x := range []struct {
-		prg    cel.Program
-		result string
-	}{
-		{e.inProgress, inProgress},
-		{e.failed, failed},
-		{e.current, current},
-	} {
-		if x.prg == nil {
-			continue
-		}
-		val, _, err := x.prg.ContextEval(context.Background(), obj.Object)
-		if err != nil {
-			return unknown, err
-		}
-		b, ok := val.(types.Bool)
-		if !ok {
-			return unknown, fmt.Errorf("expression returned %s, want bool", val.Type())
-		}
-		if b {
-			return x.result, nil
-		}
-	}
-	return inProgress, nil
 }
 
 // TestSnippet checks the snippet has one well-formed entry per kind, and that every expression
@@ -237,14 +124,14 @@ var argoToFlux = map[string]string{
 // compares with testdata/<kind>/<case>.expected.yaml (-update rewrites them), and checks the
 // result agrees with the Argo CD golden for the same object.
 func TestHealth(t *testing.T) {
-	env, err := fluxEnv()
+	env, err := gitopshealth.FluxEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	evaluators := map[schema.GroupKind]*evaluator{}
+	evaluators := map[schema.GroupKind]*gitopshealth.FluxEvaluator{}
 	for _, hc := range readSnippet(t).HealthCheckExprs {
 		gk := schema.FromAPIVersionAndKind(hc.APIVersion, hc.Kind).GroupKind()
-		e, err := newEvaluator(env, hc)
+		e, err := gitopshealth.NewFluxEvaluator(env, hc)
 		if err != nil {
 			t.Fatalf("%s: %v", gk, err)
 		}
@@ -266,7 +153,7 @@ func TestHealth(t *testing.T) {
 				if !ok {
 					t.Fatalf("%s has no entry for %s", snippetFile, gk)
 				}
-				status, evalErr := e.evaluate(obj)
+				status, evalErr := e.Evaluate(obj)
 				got := expected{Status: status}
 
 				if *update {
@@ -316,7 +203,7 @@ func TestHealth(t *testing.T) {
 // inProgress wins over failed and current, failed over current, nothing true is InProgress, and
 // a differing status.observedGeneration wins over all expressions.
 func TestOrder(t *testing.T) {
-	env, err := fluxEnv()
+	env, err := gitopshealth.FluxEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,48 +215,48 @@ func TestOrder(t *testing.T) {
 	}
 	cases := map[string]struct {
 		reason string
-		hc     customHealthCheck
+		hc     gitopshealth.CustomHealthCheck
 		obj    *unstructured.Unstructured
 		want   string
 	}{
 		"InProgressFirst": {
 			reason: "inProgress is evaluated before failed and current",
-			hc:     customHealthCheck{InProgress: "true", Failed: "true", Current: "true"},
+			hc:     gitopshealth.CustomHealthCheck{InProgress: "true", Failed: "true", Current: "true"},
 			obj:    obj(1, 1),
 			want:   inProgress,
 		},
 		"FailedBeforeCurrent": {
 			reason: "failed is evaluated before current",
-			hc:     customHealthCheck{InProgress: "false", Failed: "true", Current: "true"},
+			hc:     gitopshealth.CustomHealthCheck{InProgress: "false", Failed: "true", Current: "true"},
 			obj:    obj(1, 1),
 			want:   failed,
 		},
 		"NothingTrue": {
 			reason: "no true expression means InProgress",
-			hc:     customHealthCheck{InProgress: "false", Failed: "false", Current: "false"},
+			hc:     gitopshealth.CustomHealthCheck{InProgress: "false", Failed: "false", Current: "false"},
 			obj:    obj(1, 1),
 			want:   inProgress,
 		},
 		"ObservedGenerationFirst": {
 			reason: "a status.observedGeneration that differs from metadata.generation is InProgress before any expression",
-			hc:     customHealthCheck{Current: "true"},
+			hc:     gitopshealth.CustomHealthCheck{Current: "true"},
 			obj:    obj(2, 1),
 			want:   inProgress,
 		},
 		"MissingStatusIsUnknown": {
 			reason: "referencing status on an object without one is an evaluation error",
-			hc:     customHealthCheck{Current: "status.?conditions.orValue([]).size() == 0"},
+			hc:     gitopshealth.CustomHealthCheck{Current: "status.?conditions.orValue([]).size() == 0"},
 			obj:    &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"generation": int64(1)}}},
 			want:   unknown,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e, err := newEvaluator(env, tc.hc)
+			e, err := gitopshealth.NewFluxEvaluator(env, tc.hc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _ := e.evaluate(tc.obj)
+			got, _ := e.Evaluate(tc.obj)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s: -want +got:\n%s", tc.reason, diff)
 			}
