@@ -46,7 +46,8 @@ const sandboxPort = "8888"
 // replicas, leader election, the webhook reached through its Service by kube-proxy), the router
 // as router.yaml's, and docs/example's sandboxes as real Pods of the test image. On top of the
 // body it sends traffic through the router's Service to the sandboxes (HTTP, WebSocket, SSE, an
-// unknown id) and takes a sandbox with a volume through suspend, resume and expiry.
+// unknown id), takes a sandbox with a volume through suspend, resume and expiry, and rolls a
+// template image change out under each updateStrategy (then one to an image that never starts).
 func TestInstallRealNode(t *testing.T) {
 	if os.Getenv(realNodeEnv) != "1" {
 		t.Skipf("e2e-node: skipped: %s is not 1; `make e2e-node` runs this test", realNodeEnv)
@@ -54,7 +55,12 @@ func TestInstallRealNode(t *testing.T) {
 	r := readRelease(t)
 	dir := t.TempDir()
 	began := time.Now()
-	_, archives := buildTestImage(t, r, dir)
+	server, archives := buildTestImage(t, r, dir)
+	v2 := filepath.Join(dir, "sandbox-testserver-v2.tar")
+	if err := cluster.BuildImage(cluster.NodeImage{Ref: testImageV2, Binary: server}, v2); err != nil {
+		t.Fatal(err)
+	}
+	archives = append(archives, v2)
 	ctx := context.Background()
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -140,6 +146,9 @@ func (n realNode) converged(t *testing.T, ctx context.Context, k *kube) {
 	})
 	t.Run("the router's --authz=kubernetes: 403 without RBAC, through with it", func(t *testing.T) {
 		checkRouterAuthz(t, ctx, k, n.release, base, sb)
+	})
+	t.Run("a template's image changed under each updateStrategy; an image that never starts", func(t *testing.T) {
+		checkRollouts(t, ctx, k)
 	})
 }
 
