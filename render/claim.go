@@ -23,8 +23,8 @@ const (
 	ReasonEnvVarsInjectionRejected  = "EnvVarsInjectionRejected"
 	ReasonVolumeClaimTemplatesError = "VolumeClaimTemplatesError"
 	ReasonReconcilerError           = agentsv1beta1.ReasonReconcilerError
-	ReasonSandboxMissing            = "SandboxMissing"
-	ReasonSandboxNotReady           = "SandboxNotReady"
+	reasonSandboxMissing            = "SandboxMissing"
+	reasonSandboxNotReady           = "SandboxNotReady"
 )
 
 // ClaimError is why a claim cannot have its Sandbox. Reason and ConditionMessage are exactly the

@@ -53,7 +53,7 @@ func AdoptWarmSandbox(warm *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxClai
 		}
 		return sb, nil
 	}
-	md, err := ClaimPodMetadata(claim, t, refHash)
+	md, err := claimPodMetadata(claim, t, refHash)
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +61,11 @@ func AdoptWarmSandbox(warm *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxClai
 	return sb, nil
 }
 
-// ClaimPodMetadata is the pod template metadata of a claimed Sandbox, which upstream re-syncs on
+// claimPodMetadata is the pod template metadata of a claimed Sandbox, which upstream re-syncs on
 // every pass so that template metadata edits reach claimed Sandboxes: the template's labels and
 // annotations, the claim-uid, template-ref hash and created-by labels, and the claim's
 // additional metadata.
-func ClaimPodMetadata(claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, refHash string) (agentsv1beta1.PodMetadata, *ClaimError) {
+func claimPodMetadata(claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, refHash string) (agentsv1beta1.PodMetadata, *ClaimError) {
 	md := *t.Spec.PodTemplate.ObjectMeta.DeepCopy()
 	md.Labels = claimIdentityLabels(md.Labels, claim)
 	if refHash != "" {
@@ -77,10 +77,10 @@ func ClaimPodMetadata(claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTempl
 	return md, nil
 }
 
-// ClaimNeedsColdStart reports whether a claim must skip its warm pool and get a Sandbox of its
+// claimNeedsColdStart reports whether a claim must skip its warm pool and get a Sandbox of its
 // own, as upstream decides before any adoption: a warm Sandbox was made without the claim's
 // environment or volume claim templates, and adoption never changes a spec. Every env entry
 // counts, a Secret or ConfigMap reference (valueFrom) as much as a literal.
-func ClaimNeedsColdStart(claim *extv1beta1.SandboxClaim) bool {
+func claimNeedsColdStart(claim *extv1beta1.SandboxClaim) bool {
 	return len(claim.Spec.Env) > 0 || len(claim.Spec.VolumeClaimTemplates) > 0
 }

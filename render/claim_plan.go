@@ -12,9 +12,9 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
-// ClaimDependencyRecheck is the safety net of a claim waiting on a pool or template that does
+// claimDependencyRecheck is the safety net of a claim waiting on a pool or template that does
 // not exist: their creation wakes the claim through a watch well before it.
-const ClaimDependencyRecheck = time.Minute
+const claimDependencyRecheck = time.Minute
 
 // ClaimFound is what a controller found in the cluster for one claim's pass.
 type ClaimFound struct {
@@ -26,13 +26,13 @@ type ClaimFound struct {
 	// offered: a member the cache shows as it was before an adoption of this controller, or that
 	// another claim's adoption is in flight on, is left out.
 	Members []*agentsv1beta1.Sandbox
-	// Claims are the claims of the pool, for the claim's rank among those waiting (ClaimRank).
+	// Claims are the claims of the pool, for the claim's rank among those waiting (claimRank).
 	Claims []*extv1beta1.SandboxClaim
 	// Arrival is the order the controller's informer first listed each member under the pool
 	// (member name → a sequence number, smaller first): upstream's candidate queue is fed by the
 	// same events in the same order. Nil where no informer ran; members then rank by name.
 	Arrival map[string]uint64
-	// Named is the Sandbox found under ClaimSandboxName when the controller read it
+	// Named is the Sandbox found under claimSandboxName when the controller read it
 	// (ClaimNameToRead, or a create of that name refused), nil if none.
 	Named *agentsv1beta1.Sandbox
 	// NoConfig says no render config is in force in the claim's namespace: only the claim's
@@ -75,9 +75,9 @@ type ClaimPlan struct {
 	LaunchType string `json:"launchType,omitempty"`
 }
 
-// ClaimSandboxName is the name of the claim's own Sandbox: the one its status names, else the
+// claimSandboxName is the name of the claim's own Sandbox: the one its status names, else the
 // claim's, which a cold Sandbox takes.
-func ClaimSandboxName(claim *extv1beta1.SandboxClaim) string {
+func claimSandboxName(claim *extv1beta1.SandboxClaim) string {
 	if n := claim.Status.SandboxStatus.Name; n != "" {
 		return n
 	}
@@ -94,8 +94,8 @@ func ClaimNameToRead(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.
 		return "", false
 	}
 	switch exp := ClaimExpiry(claim, now); {
-	case exp.Step == NotExpired, exp.Step == CleanUp && exp.DeleteSandbox:
-		return ClaimSandboxName(claim), true
+	case exp.Step == NotExpired, exp.Step == cleanUp && exp.DeleteSandbox:
+		return claimSandboxName(claim), true
 	}
 	return "", false
 }
@@ -114,7 +114,7 @@ func PlanClaim(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, 
 	case MarkExpired:
 		plan.status(claim, ClaimStatusInputs{Sandbox: found.Sandbox, Expired: true}, now)
 		return plan
-	case CleanUp:
+	case cleanUp:
 		plan.cleanUp(claim, found, now)
 		return plan
 	}
@@ -133,7 +133,7 @@ func PlanClaim(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, 
 		}
 	}
 	if cerr != nil && cerr.Retried() {
-		plan.requeue(ClaimDependencyRecheck)
+		plan.requeue(claimDependencyRecheck)
 	}
 	if plan.LaunchType == "" && plan.Sandbox != nil {
 		plan.LaunchType = plan.Sandbox.Labels[agentsv1beta1.SandboxLaunchTypeLabel]
@@ -149,7 +149,7 @@ func PlanClaim(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, 
 }
 
 // requeueAtReadyDeadline brings the pass back when a claim whose Sandbox is not Ready reaches its
-// ready deadline (ClaimReadyDeadlineAt), so that its status says so then, not at the next event.
+// ready deadline (claimReadyDeadlineAt), so that its status says so then, not at the next event.
 func (p *ClaimPlan) requeueAtReadyDeadline(claim *extv1beta1.SandboxClaim, cerr *ClaimError, now time.Time, opts Options) {
 	if cerr != nil || p.Sandbox == nil {
 		return
@@ -157,31 +157,31 @@ func (p *ClaimPlan) requeueAtReadyDeadline(claim *extv1beta1.SandboxClaim, cerr 
 	if c := meta.FindStatusCondition(p.Status.Conditions, agentsv1beta1.ConditionReady); c == nil || !startingReason(*c) {
 		return
 	}
-	if at, ok := ClaimReadyDeadlineAt(claim, p.Sandbox, opts.claimReadyDeadline()); ok && now.Before(at) {
+	if at, ok := claimReadyDeadlineAt(claim, p.Sandbox, opts.claimReadyDeadline()); ok && now.Before(at) {
 		p.requeue(at.Sub(now))
 	}
 }
 
-// resync keeps a claimed Sandbox's metadata as ClaimSandboxMetadata computes it from the
+// resync keeps a claimed Sandbox's metadata as claimSandboxMetadata computes it from the
 // current template (template metadata edits reach claimed Sandboxes; spec edits never do), on
 // the version found: a concurrent change wins, and its watch event brings the next pass.
 func (p *ClaimPlan) resync(claim *extv1beta1.SandboxClaim, found ClaimFound) *ClaimError {
 	sb := found.Sandbox
-	want, cerr := ClaimSandboxMetadata(sb, claim, found.Pool.Template)
+	want, cerr := claimSandboxMetadata(sb, claim, found.Pool.Template)
 	if cerr != nil {
 		return cerr
 	}
 	if equality.Semantic.DeepEqual(want.Labels, sb.Labels) && equality.Semantic.DeepEqual(want.Spec.PodTemplate.ObjectMeta, sb.Spec.PodTemplate.ObjectMeta) {
 		return nil
 	}
-	p.Steps = append(p.Steps, Step{Action: ActionUpdate, Kind: agentsv1beta1.SandboxKind, Name: sb.Name, Intent: &Intent{Object: want},
+	p.Steps = append(p.Steps, Step{Action: actionUpdate, Kind: agentsv1beta1.SandboxKind, Name: sb.Name, Intent: &Intent{Object: want},
 		Precondition: &Precondition{ResourceVersion: sb.ResourceVersion}})
 	p.Sandbox = want
 	return nil
 }
 
 // acquire gives a claim without a Sandbox its Sandbox: the first of its pool's adoptable members
-// (ClaimWarmCandidates ranks them) when the claim may have a warm one, else a cold one. The
+// (claimWarmCandidates ranks them) when the claim may have a warm one, else a cold one. The
 // adoption is applied on the member's resourceVersion, the lock against two claims taking one
 // member; a lost race plans again with the member as the API server then has it. A positive
 // wait means a member is about to become adoptable.
@@ -191,8 +191,8 @@ func (p *ClaimPlan) acquire(claim *extv1beta1.SandboxClaim, found ClaimFound, no
 	// The claim's own Sandbox as the render previews it, applied by a GitOps tool with the claim,
 	// is what the claim gets: taken over below, never a warm member adopted beside it, which
 	// would leave two running Pods where the preview shows one.
-	if !ClaimOwnsRender(claim, found.Named) && ClaimTriesWarm(claim, cp, cerr) {
-		cands := ClaimWarmCandidates(claim, cp, found.Members, ClaimRank(claim, found.Claims), found.Arrival, opts)
+	if !claimOwnsRender(claim, found.Named) && claimTriesWarm(claim, cp, cerr) {
+		cands := claimWarmCandidates(claim, cp, found.Members, claimRank(claim, found.Claims), found.Arrival, opts)
 		if len(cands.Adoptable) > 0 {
 			member := cands.Adoptable[0]
 			adopted, aerr := AdoptWarmSandbox(member, claim, cp.Template)
@@ -205,7 +205,7 @@ func (p *ClaimPlan) acquire(claim *extv1beta1.SandboxClaim, found ClaimFound, no
 			p.Sandbox, p.LaunchType = adopted, agentsv1beta1.SandboxLaunchTypeWarm
 			return nil, 0
 		}
-		if wait := ClaimWarmWait(claim, cands, now); wait > 0 {
+		if wait := claimWarmWait(claim, cands, now); wait > 0 {
 			return nil, wait
 		}
 	}
@@ -218,10 +218,10 @@ func (p *ClaimPlan) acquire(claim *extv1beta1.SandboxClaim, found ClaimFound, no
 	e := normalEvent("SandboxProvisioned", fmt.Sprintf("Created Sandbox %q", cold.Name))
 	s := createStep(agentsv1beta1.SandboxKind, cold, &e)
 	if held := found.Named; held != nil && held.Name == cold.Name {
-		if !ClaimCanTakeOver(held) {
-			return ClaimNotControlledError(claim), 0
+		if !claimCanTakeOver(held) {
+			return claimNotControlledError(claim), 0
 		}
-		s.Action, s.Precondition = ActionUpdate, &Precondition{ResourceVersion: held.ResourceVersion}
+		s.Action, s.Precondition = actionUpdate, &Precondition{ResourceVersion: held.ResourceVersion}
 	}
 	p.Steps = append(p.Steps, s)
 	p.Sandbox, p.LaunchType = cold, agentsv1beta1.SandboxLaunchTypeCold
@@ -244,7 +244,7 @@ func (p *ClaimPlan) cleanUp(claim *extv1beta1.SandboxClaim, found ClaimFound, no
 	case sb != nil:
 		p.Steps = append(p.Steps, deleteStep(agentsv1beta1.SandboxKind, sb, nil))
 	case found.Named != nil:
-		in.Err = ClaimNotOwnedError(found.Named.Name, claim.Name)
+		in.Err = claimNotOwnedError(found.Named.Name, claim.Name)
 	}
 	p.Sandbox = nil
 	p.status(claim, in, now)
@@ -271,7 +271,7 @@ func (p *ClaimPlan) status(claim *extv1beta1.SandboxClaim, in ClaimStatusInputs,
 func (p *ClaimPlan) upstreamAnnotations(claim *extv1beta1.SandboxClaim, found ClaimFound, now time.Time, opts Options) {
 	seen := *claim // the claim as far as this controller knows, with the annotations it applied
 	seen.Annotations = overlay(claim.Annotations, found.Annotations)
-	ann := ClaimUpstreamAnnotations(&seen, p.Sandbox, p.Status, now, opts.Upstream)
+	ann := claimUpstreamAnnotations(&seen, p.Sandbox, p.Status, now, opts.Upstream)
 	if ann == nil {
 		return
 	}
@@ -280,15 +280,15 @@ func (p *ClaimPlan) upstreamAnnotations(claim *extv1beta1.SandboxClaim, found Cl
 		!meta.IsStatusConditionTrue(claim.Status.Conditions, agentsv1beta1.ConditionReady) {
 		p.Steps = append(p.Steps, step)
 		p.WriteStatus, p.StatusEvents = false, nil
-		p.requeue(AnnotationsBeforeReadyRecheck)
+		p.requeue(annotationsBeforeReadyRecheck)
 		return
 	}
 	p.After = append(p.After, step)
 }
 
-// AnnotationsBeforeReadyRecheck is when a claim whose Ready status waits behind upstream's
+// annotationsBeforeReadyRecheck is when a claim whose Ready status waits behind upstream's
 // annotations is looked at again should their watch event not come.
-const AnnotationsBeforeReadyRecheck = time.Second
+const annotationsBeforeReadyRecheck = time.Second
 
 // claimStatusEvents are the events of a claim's status write, as upstream records them: its
 // ClaimExpired event the first time the status says so, and a Warning for an error when its
@@ -303,7 +303,7 @@ func claimStatusEvents(cur, next *extv1beta1.SandboxClaimStatus) []Event {
 	if c.Reason == extv1beta1.ClaimExpiredReason && (old == nil || old.Reason != c.Reason) {
 		out = append(out, normalEvent(extv1beta1.ClaimExpiredReason, ClaimExpiredMessage))
 	}
-	if c.Reason != ReasonSandboxNotReady && c.Reason != extv1beta1.ClaimExpiredReason && (old == nil || old.Message != c.Message) {
+	if c.Reason != reasonSandboxNotReady && c.Reason != extv1beta1.ClaimExpiredReason && (old == nil || old.Message != c.Message) {
 		out = append(out, warningEvent(c.Reason, c.Message))
 	}
 	return out

@@ -79,7 +79,7 @@ func TestPlanClaim(t *testing.T) {
 			claim:  claim(young),
 			found:  func(c *extv1beta1.SandboxClaim) ClaimFound { return ClaimFound{Pool: cp, Sandbox: owned(c)} },
 			opts:   upstream,
-			want:   summary{Steps: []string{"Update SandboxClaim claim-a"}, Status: agentsv1beta1.ReasonDependenciesReady, Requeue: AnnotationsBeforeReadyRecheck, Launch: agentsv1beta1.SandboxLaunchTypeCold},
+			want:   summary{Steps: []string{"Update SandboxClaim claim-a"}, Status: agentsv1beta1.ReasonDependenciesReady, Requeue: annotationsBeforeReadyRecheck, Launch: agentsv1beta1.SandboxLaunchTypeCold},
 		},
 		"upstream annotations there: Ready": {
 			reason: "once the annotations are on the claim (or applied by this controller), the Ready status is written",
@@ -102,7 +102,7 @@ func TestPlanClaim(t *testing.T) {
 			found: func(*extv1beta1.SandboxClaim) ClaimFound {
 				return ClaimFound{Pool: cp, Members: []*agentsv1beta1.Sandbox{member(pool, tpl, "m1", time.Second)}}
 			},
-			want: summary{Requeue: WarmWaitPoll},
+			want: summary{Requeue: warmWaitPoll},
 		},
 		"cold after the wait": {
 			reason: "an older claim with no member to take starts cold, create-only, under its own name",
@@ -110,13 +110,13 @@ func TestPlanClaim(t *testing.T) {
 			found: func(*extv1beta1.SandboxClaim) ClaimFound {
 				return ClaimFound{Pool: cp, Members: []*agentsv1beta1.Sandbox{member(pool, tpl, "m1", time.Second)}}
 			},
-			want: summary{Steps: []string{"Create Sandbox claim-a create-only Replan"}, Status: ReasonSandboxNotReady, WriteStatus: true, Launch: agentsv1beta1.SandboxLaunchTypeCold},
+			want: summary{Steps: []string{"Create Sandbox claim-a create-only Replan"}, Status: reasonSandboxNotReady, WriteStatus: true, Launch: agentsv1beta1.SandboxLaunchTypeCold},
 		},
 		"cold start held": {
 			reason: "a young claim's cold start writes its not-ready status only after the startup window",
 			claim:  claim(young),
 			found:  func(*extv1beta1.SandboxClaim) ClaimFound { return ClaimFound{Pool: cp} },
-			want:   summary{Steps: []string{"Create Sandbox claim-a create-only Replan"}, Status: ReasonSandboxNotReady, Requeue: StartupWindow - time.Second, Launch: agentsv1beta1.SandboxLaunchTypeCold},
+			want:   summary{Steps: []string{"Create Sandbox claim-a create-only Replan"}, Status: reasonSandboxNotReady, Requeue: startupWindow - time.Second, Launch: agentsv1beta1.SandboxLaunchTypeCold},
 		},
 		"take-over of an earlier render": {
 			reason: "a refused create finds an earlier GitOps render of the claim's Sandbox, and applies over it on its version",
@@ -124,7 +124,7 @@ func TestPlanClaim(t *testing.T) {
 			found: func(c *extv1beta1.SandboxClaim) ClaimFound {
 				return ClaimFound{Pool: cp, Named: earlierRender(c)}
 			},
-			want: summary{Steps: []string{"Update Sandbox claim-a on 30 Replan"}, Status: ReasonSandboxNotReady, WriteStatus: true, Launch: agentsv1beta1.SandboxLaunchTypeCold},
+			want: summary{Steps: []string{"Update Sandbox claim-a on 30 Replan"}, Status: reasonSandboxNotReady, WriteStatus: true, Launch: agentsv1beta1.SandboxLaunchTypeCold},
 		},
 		"take-over before a warm member": {
 			reason: "the claim's earlier render, applied with it by a GitOps tool, is taken over though a Ready member waits: the preview shows that Sandbox, and adopting beside it would run two Pods",
@@ -132,7 +132,7 @@ func TestPlanClaim(t *testing.T) {
 			found: func(c *extv1beta1.SandboxClaim) ClaimFound {
 				return ClaimFound{Pool: cp, Named: earlierRender(c), Members: []*agentsv1beta1.Sandbox{member(pool, tpl, "m1", time.Minute, ready)}}
 			},
-			want: summary{Steps: []string{"Update Sandbox claim-a on 30 Replan"}, Status: ReasonSandboxNotReady, Requeue: StartupWindow - time.Second, Launch: agentsv1beta1.SandboxLaunchTypeCold},
+			want: summary{Steps: []string{"Update Sandbox claim-a on 30 Replan"}, Status: reasonSandboxNotReady, Requeue: startupWindow - time.Second, Launch: agentsv1beta1.SandboxLaunchTypeCold},
 		},
 		"someone else's Sandbox of the name, a warm member": {
 			reason: "a Sandbox of the claim's name that is not its render does not stop the warm path, as upstream",
@@ -146,7 +146,7 @@ func TestPlanClaim(t *testing.T) {
 			reason: "someone else's Sandbox under the claim's name is never taken; the error is retried and said once",
 			claim:  claim(old),
 			found:  func(*extv1beta1.SandboxClaim) ClaimFound { return ClaimFound{Pool: cp, Named: foreign} },
-			want: summary{Status: ReasonReconcilerError, WriteStatus: true, Requeue: ClaimDependencyRecheck,
+			want: summary{Status: ReasonReconcilerError, WriteStatus: true, Requeue: claimDependencyRecheck,
 				StatusEvents: []string{"Warning " + ReasonReconcilerError}},
 		},
 		"claimed and in sync": {
@@ -248,7 +248,7 @@ func describeStep(s Step) string {
 	if s.Propagation != nil {
 		parts = append(parts, string(*s.Propagation))
 	}
-	if s.OnConflict != ConflictSkip {
+	if s.OnConflict != conflictSkip {
 		parts = append(parts, string(s.OnConflict))
 	}
 	return strings.Join(parts, " ")
@@ -322,7 +322,7 @@ func TestWrittenEvent(t *testing.T) {
 		})
 	}
 	got := WrittenEvent(many)
-	if len(got.Message) > EventNoteLimit || !strings.HasPrefix(got.Message, `Created Sandbox "pool-00000"; `) || !strings.Contains(got.Message, " more") {
+	if len(got.Message) > eventNoteLimit || !strings.HasPrefix(got.Message, `Created Sandbox "pool-00000"; `) || !strings.Contains(got.Message, " more") {
 		t.Errorf("300 creates: %d bytes: %s", len(got.Message), got.Message)
 	}
 }

@@ -16,10 +16,10 @@ import (
 // ClaimExpiredMessage is the Ready message of a claim whose lifecycle ended.
 const ClaimExpiredMessage = "Claim expired. Sandbox cleanup initiated."
 
-// ClaimExpireAt is when a claim's lifecycle ends: the earlier of lifecycle.shutdownTime and the
+// claimExpireAt is when a claim's lifecycle ends: the earlier of lifecycle.shutdownTime and the
 // time its mirrored Finished=True condition turned true plus ttlSecondsAfterFinished. No lifecycle
 // (or neither bound) means never (nil).
-func ClaimExpireAt(claim *extv1beta1.SandboxClaim) *time.Time {
+func claimExpireAt(claim *extv1beta1.SandboxClaim) *time.Time {
 	l := claim.Spec.Lifecycle
 	if l == nil {
 		return nil
@@ -45,7 +45,7 @@ func ClaimExpireAt(claim *extv1beta1.SandboxClaim) *time.Time {
 // DeleteForeground delete the claim (its Sandbox goes with it through the owner reference), with
 // that propagation: under Foreground the claim lingers until its Sandbox and Pod are gone.
 func ClaimExpiry(claim *extv1beta1.SandboxClaim, now time.Time) ExpiryDecision {
-	at := ClaimExpireAt(claim)
+	at := claimExpireAt(claim)
 	if at == nil {
 		return ExpiryDecision{Step: NotExpired}
 	}
@@ -57,16 +57,16 @@ func ClaimExpiry(claim *extv1beta1.SandboxClaim, now time.Time) ExpiryDecision {
 	}
 	switch claim.Spec.Lifecycle.ShutdownPolicy {
 	case extv1beta1.ShutdownPolicyDelete:
-		return ExpiryDecision{Step: CleanUp, DeleteClaim: metav1.DeletePropagationBackground}
+		return ExpiryDecision{Step: cleanUp, DeleteClaim: metav1.DeletePropagationBackground}
 	case extv1beta1.ShutdownPolicyDeleteForeground:
-		return ExpiryDecision{Step: CleanUp, DeleteClaim: metav1.DeletePropagationForeground}
+		return ExpiryDecision{Step: cleanUp, DeleteClaim: metav1.DeletePropagationForeground}
 	}
-	return ExpiryDecision{Step: CleanUp, DeleteSandbox: true}
+	return ExpiryDecision{Step: cleanUp, DeleteSandbox: true}
 }
 
-// ClaimNotOwnedError is the error of a Retain cleanup that finds a Sandbox the claim does not
+// claimNotOwnedError is the error of a Retain cleanup that finds a Sandbox the claim does not
 // control: upstream reports it as ClaimExpired and skips the deletion.
-func ClaimNotOwnedError(sandbox, claim string) *ClaimError {
+func claimNotOwnedError(sandbox, claim string) *ClaimError {
 	return &ClaimError{Reason: extv1beta1.ClaimExpiredReason,
 		Err: fmt.Sprintf("sandbox not owned by this claim: sandbox %q is not owned by claim %q", sandbox, claim)}
 }
@@ -130,19 +130,19 @@ func claimReady(claim *extv1beta1.SandboxClaim, obs ClaimStatusInputs, now time.
 	case obs.Expired:
 		c.Reason, c.Message = extv1beta1.ClaimExpiredReason, ClaimExpiredMessage
 	case obs.Sandbox == nil:
-		c.Reason, c.Message = ReasonSandboxMissing, "Sandbox does not exist"
+		c.Reason, c.Message = reasonSandboxMissing, "Sandbox does not exist"
 	default:
 		sbReady := meta.FindStatusCondition(obs.Sandbox.Status.Conditions, agentsv1beta1.ConditionReady)
 		switch {
 		case sbReady == nil:
-			c.Reason, c.Message = ReasonSandboxNotReady, "Sandbox is not ready"
+			c.Reason, c.Message = reasonSandboxNotReady, "Sandbox is not ready"
 		case sbReady.Reason == agentsv1beta1.ReasonSandboxExpired:
 			c.Reason, c.Message = agentsv1beta1.ReasonSandboxExpired, "Underlying Sandbox resource has expired independently of the Claim."
 		default:
 			c = *sbReady.DeepCopy()
 			c.ObservedGeneration = claim.Generation
 		}
-		if at, ok := ClaimReadyDeadlineAt(claim, obs.Sandbox, obs.ReadyDeadline); ok && startingReason(c) && !now.Before(at) {
+		if at, ok := claimReadyDeadlineAt(claim, obs.Sandbox, obs.ReadyDeadline); ok && startingReason(c) && !now.Before(at) {
 			c.Message = fmt.Sprintf("%s: %s; not Ready %v after the claim was created or last Ready: it will not become Ready without someone acting", c.Reason, c.Message, obs.ReadyDeadline)
 			c.Reason = extv1beta1.ProgressDeadlineExceededReason
 		}
@@ -154,16 +154,16 @@ func claimReady(claim *extv1beta1.SandboxClaim, obs ClaimStatusInputs, now time.
 // to Ready (not yet a status, or its dependencies not Ready): the state a deadline can end. A
 // finished Pod, an expiry or an error has a reason of its own, which stays.
 func startingReason(c metav1.Condition) bool {
-	return c.Status != metav1.ConditionTrue && (c.Reason == ReasonSandboxNotReady || c.Reason == agentsv1beta1.ReasonDependenciesNotReady)
+	return c.Status != metav1.ConditionTrue && (c.Reason == reasonSandboxNotReady || c.Reason == agentsv1beta1.ReasonDependenciesNotReady)
 }
 
-// ClaimReadyDeadlineAt is when a claim whose Sandbox sb is not Ready says it will not become
+// claimReadyDeadlineAt is when a claim whose Sandbox sb is not Ready says it will not become
 // Ready by itself: deadline after the latest of the claim's creation, its Sandbox's, and the last
 // time its Ready condition turned False (a claim that was Ready and lost its Pod gets the whole
 // deadline again, and so does a claim that only now got its Sandbox). False when deadline is
 // zero, the claim is Ready, or the claim or its Sandbox has no creation time (an object no API
 // server has stored yet, such as the Sandbox this very pass creates).
-func ClaimReadyDeadlineAt(claim *extv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, deadline time.Duration) (time.Time, bool) {
+func claimReadyDeadlineAt(claim *extv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, deadline time.Duration) (time.Time, bool) {
 	if deadline <= 0 || sb == nil || claim.CreationTimestamp.IsZero() || sb.CreationTimestamp.IsZero() {
 		return time.Time{}, false
 	}

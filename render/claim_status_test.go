@@ -17,7 +17,7 @@ func TestRetainCleanupOfForeignSandbox(t *testing.T) {
 	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 2}}
 	claim.Status.SandboxStatus.Name = "c"
 	now := metav1.NewTime(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	st := ClaimStatus(claim, ClaimStatusInputs{Err: ClaimNotOwnedError("c", "c"), Expired: true}, now)
+	st := ClaimStatus(claim, ClaimStatusInputs{Err: claimNotOwnedError("c", "c"), Expired: true}, now)
 	want := extv1beta1.SandboxClaimStatus{Conditions: []metav1.Condition{{
 		Type: agentsv1beta1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: 2, LastTransitionTime: now,
 		Reason:  extv1beta1.ClaimExpiredReason,
@@ -41,7 +41,7 @@ func TestUpdateStrategy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := &extv1beta1.SandboxWarmPool{}
 			p.Spec.UpdateStrategy = tc.in
-			if diff := cmp.Diff(tc.want, UpdateStrategy(p)); diff != "" {
+			if diff := cmp.Diff(tc.want, updateStrategy(p)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -108,7 +108,7 @@ func TestClaimNeedsColdStart(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := ClaimNeedsColdStart(&extv1beta1.SandboxClaim{Spec: tc.spec}); got != tc.want {
+			if got := claimNeedsColdStart(&extv1beta1.SandboxClaim{Spec: tc.spec}); got != tc.want {
 				t.Errorf("ClaimNeedsColdStart = %v, want %v", got, tc.want)
 			}
 		})

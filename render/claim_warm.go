@@ -19,17 +19,17 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
-// WarmWait is how long a young claim waits for a pool member that has no pod IP yet before it
+// warmWait is how long a young claim waits for a pool member that has no pod IP yet before it
 // starts cold, as upstream waits: at most 2 s from the claim's creation, looking again every
 // 500 ms.
 const (
-	WarmWait     = 2 * time.Second
-	WarmWaitPoll = 500 * time.Millisecond
+	warmWait     = 2 * time.Second
+	warmWaitPoll = 500 * time.Millisecond
 )
 
-// WarmCandidates are the pool members a claim may adopt, in the order to try them, and how many
+// warmCandidates are the pool members a claim may adopt, in the order to try them, and how many
 // members could become candidates soon (no pod IP yet).
-type WarmCandidates struct {
+type warmCandidates struct {
 	// Adoptable lists the Ready members first, then the networked ones (pod IPs but not Ready),
 	// as upstream prefers a Ready member and falls back to the first networked one.
 	Adoptable []*agentsv1beta1.Sandbox
@@ -37,10 +37,10 @@ type WarmCandidates struct {
 	Pending int
 }
 
-// Adoptable reports whether a Sandbox is a pool member a claim of that pool can adopt, as
+// adoptable reports whether a Sandbox is a pool member a claim of that pool can adopt, as
 // upstream's candidate queue decides: not being deleted, carrying the warm-pool and template-ref
 // hash labels, and controlled by the named SandboxWarmPool (any version of its group).
-func Adoptable(sb *agentsv1beta1.Sandbox, namespace, pool string) bool {
+func adoptable(sb *agentsv1beta1.Sandbox, namespace, pool string) bool {
 	if sb.Namespace != namespace || sb.DeletionTimestamp != nil {
 		return false
 	}
@@ -58,11 +58,11 @@ func Adoptable(sb *agentsv1beta1.Sandbox, namespace, pool string) bool {
 	return group == extv1beta1.GroupVersion.Group && kind == extv1beta1.SandboxWarmPoolKind && ref.Name == pool
 }
 
-// ClaimRank is a claim's place among the claims of its pool that wait for a Sandbox (no
+// claimRank is a claim's place among the claims of its pool that wait for a Sandbox (no
 // status.sandbox.name yet), oldest first, ties by name. Workers that see the same claims and
 // members give the k-th waiting claim the k-th Ready member, so claims arriving together do not
 // race for the same member; a claim not among them ranks by a hash of its UID.
-func ClaimRank(claim *extv1beta1.SandboxClaim, claims []*extv1beta1.SandboxClaim) int {
+func claimRank(claim *extv1beta1.SandboxClaim, claims []*extv1beta1.SandboxClaim) int {
 	waiting := make([]*extv1beta1.SandboxClaim, 0, len(claims))
 	for _, c := range claims {
 		if c.Namespace == claim.Namespace && c.Spec.WarmPoolRef.Name == claim.Spec.WarmPoolRef.Name &&
@@ -81,7 +81,7 @@ func ClaimRank(claim *extv1beta1.SandboxClaim, claims []*extv1beta1.SandboxClaim
 	return int(h.Sum32() >> 1)
 }
 
-// ClaimWarmCandidates orders the members of a claim's pool for adoption. Under a Recreate pool a
+// claimWarmCandidates orders the members of a claim's pool for adoption. Under a Recreate pool a
 // stale member is never handed out; under a RollingUpdate pool (our extension) the Ready members
 // made from the current template come before the stale Ready ones, so claims take what the
 // rollout brings and the stale members it retires are the ones nobody took. Recreate and
@@ -89,14 +89,14 @@ func ClaimRank(claim *extv1beta1.SandboxClaim, claims []*extv1beta1.SandboxClaim
 // OnReplenish pool is replaced as its members are claimed, oldest (so stale) first. Within each
 // group members go oldest first (a FIFO, like upstream's queue; arrival is the order a
 // controller's informer listed them, see ClaimFound.Arrival), and the Ready members start at the
-// claim's rank (ClaimRank), so claims arriving together try different members first instead of
+// claim's rank (claimRank), so claims arriving together try different members first instead of
 // all racing for one.
-func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members []*agentsv1beta1.Sandbox, rank int, arrival map[string]uint64, opts Options) WarmCandidates {
-	var out WarmCandidates
+func claimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members []*agentsv1beta1.Sandbox, rank int, arrival map[string]uint64, opts Options) warmCandidates {
+	var out warmCandidates
 	if cp.Pool == nil {
 		return out
 	}
-	strategy := UpdateStrategy(cp.Pool)
+	strategy := updateStrategy(cp.Pool)
 	recreate := strategy == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType && cp.Template != nil
 	rolling := strategy == extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType && cp.Template != nil
 	var hashes PoolHashes
@@ -107,11 +107,11 @@ func ClaimWarmCandidates(claim *extv1beta1.SandboxClaim, cp ClaimPool, members [
 		}
 	}
 	stale := func(sb *agentsv1beta1.Sandbox) bool {
-		return sb.Labels[agentsv1beta1.SandboxTemplateHashLabel] != hashes.Blueprint && IsStale(sb, cp.Template, hashes, opts)
+		return sb.Labels[agentsv1beta1.SandboxTemplateHashLabel] != hashes.Blueprint && isStale(sb, cp.Template, hashes, opts)
 	}
 	var ready, staleReady, networked []*agentsv1beta1.Sandbox
 	for _, sb := range members {
-		if !Adoptable(sb, claim.Namespace, cp.Pool.Name) {
+		if !adoptable(sb, claim.Namespace, cp.Pool.Name) {
 			continue
 		}
 		if recreate && stale(sb) {
@@ -183,26 +183,26 @@ func oldestFirst(members []*agentsv1beta1.Sandbox, arrival map[string]uint64, or
 	return members
 }
 
-// ClaimWarmWait is how long a claim should wait before looking at its pool again instead of
+// claimWarmWait is how long a claim should wait before looking at its pool again instead of
 // starting cold: only when no member is adoptable yet, some are about to be (no pod IP yet), and
-// the claim is younger than WarmWait. Zero means start cold now.
-func ClaimWarmWait(claim *extv1beta1.SandboxClaim, c WarmCandidates, now time.Time) time.Duration {
+// the claim is younger than warmWait. Zero means start cold now.
+func claimWarmWait(claim *extv1beta1.SandboxClaim, c warmCandidates, now time.Time) time.Duration {
 	if len(c.Adoptable) > 0 || c.Pending == 0 {
 		return 0
 	}
-	left := claim.CreationTimestamp.Add(WarmWait).Sub(now)
+	left := claim.CreationTimestamp.Add(warmWait).Sub(now)
 	if left <= 0 {
 		return 0
 	}
-	return min(left, WarmWaitPoll)
+	return min(left, warmWaitPoll)
 }
 
-// ClaimSandboxMetadata is the metadata a claimed Sandbox carries on every later pass, as
+// claimSandboxMetadata is the metadata a claimed Sandbox carries on every later pass, as
 // upstream's re-sync computes it: the claim's identity labels and the current template's
-// template-ref hash on the Sandbox, and ClaimPodMetadata as its pod template's metadata. It
+// template-ref hash on the Sandbox, and claimPodMetadata as its pod template's metadata. It
 // returns a copy of sb with those set; the spec is otherwise untouched (template spec edits
 // never reach a claimed Sandbox). With no template (nil) the Sandbox is returned unchanged.
-func ClaimSandboxMetadata(sb *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) (*agentsv1beta1.Sandbox, *ClaimError) {
+func claimSandboxMetadata(sb *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) (*agentsv1beta1.Sandbox, *ClaimError) {
 	out := sb.DeepCopy()
 	out.TypeMeta = sandboxTypeMeta // a Sandbox read from a cache has none; an intent carries it
 	if t == nil {
@@ -211,7 +211,7 @@ func ClaimSandboxMetadata(sb *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxCl
 	refHash := NameHash(t.Name)
 	out.Labels = claimIdentityLabels(out.Labels, claim)
 	out.Labels[agentsv1beta1.SandboxTemplateRefHashLabel] = refHash
-	md, err := ClaimPodMetadata(claim, t, refHash)
+	md, err := claimPodMetadata(claim, t, refHash)
 	if err != nil {
 		return nil, err
 	}
@@ -221,8 +221,8 @@ func ClaimSandboxMetadata(sb *agentsv1beta1.Sandbox, claim *extv1beta1.SandboxCl
 
 // claimStatusHold is how long a claim's status write may wait: a claim whose Sandbox is starting
 // normally (not Ready yet, no error) has nothing a client acts on until it is Ready, so within
-// StartupWindow of the claim's creation the not-ready status is not written; the Ready one comes
-// soon after and is the only write. A Sandbox that reports why it is stuck (PodStuckCause) is no
+// startupWindow of the claim's creation the not-ready status is not written; the Ready one comes
+// soon after and is the only write. A Sandbox that reports why it is stuck (podStuckCause) is no
 // normal start: its claim says so at once. Zero means write now.
 func claimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxClaimStatus, now time.Time) time.Duration {
 	ready := meta.FindStatusCondition(next.Conditions, agentsv1beta1.ConditionReady)
@@ -230,7 +230,7 @@ func claimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxCla
 		return 0
 	}
 	switch ready.Reason {
-	case ReasonSandboxNotReady, agentsv1beta1.ReasonDependenciesNotReady:
+	case reasonSandboxNotReady, agentsv1beta1.ReasonDependenciesNotReady:
 	default:
 		return 0
 	}
@@ -240,7 +240,7 @@ func claimStatusHold(claim *extv1beta1.SandboxClaim, next *extv1beta1.SandboxCla
 	if meta.FindStatusCondition(claim.Status.Conditions, agentsv1beta1.ConditionReady) != nil {
 		return 0
 	}
-	if hold := claim.CreationTimestamp.Add(StartupWindow).Sub(now); hold > 0 {
+	if hold := claim.CreationTimestamp.Add(startupWindow).Sub(now); hold > 0 {
 		return hold
 	}
 	return 0
@@ -253,14 +253,14 @@ func claimStatusChanged(cur, next *extv1beta1.SandboxClaimStatus) bool {
 	return !equality.Semantic.DeepEqual(cur, next)
 }
 
-// ClaimTriesWarm reports whether a claim without a Sandbox looks at its pool's members before
+// claimTriesWarm reports whether a claim without a Sandbox looks at its pool's members before
 // starting cold, given the error of its cold path (ClaimSandbox), as upstream decides: not with
-// env or volume claim templates (ClaimNeedsColdStart), only from a pool that exists (v1alpha1's
+// env or volume claim templates (claimNeedsColdStart), only from a pool that exists (v1alpha1's
 // synthetic shadow pool has no members), and not when the cold path failed, except for a missing
 // template, which a warm adoption tolerates unless the claim adds pod metadata (that needs the
 // template's metadata to merge with).
-func ClaimTriesWarm(claim *extv1beta1.SandboxClaim, cp ClaimPool, cold *ClaimError) bool {
-	if ClaimNeedsColdStart(claim) || cp.Pool == nil || cp.Pool.UID == "" {
+func claimTriesWarm(claim *extv1beta1.SandboxClaim, cp ClaimPool, cold *ClaimError) bool {
+	if claimNeedsColdStart(claim) || cp.Pool == nil || cp.Pool.UID == "" {
 		return false
 	}
 	if cold == nil {
@@ -270,24 +270,24 @@ func ClaimTriesWarm(claim *extv1beta1.SandboxClaim, cp ClaimPool, cold *ClaimErr
 	return cold.Reason == ReasonTemplateNotFound && len(md.Labels)+len(md.Annotations) == 0
 }
 
-// ClaimCanTakeOver reports whether a claim's cold path may apply over an existing Sandbox of
+// claimCanTakeOver reports whether a claim's cold path may apply over an existing Sandbox of
 // the claim's name: only over one no controller owns that the render made from a claim (an
 // earlier GitOps sync of the same claim, which carries no owner reference because Git has no
-// UIDs). Anything else is ClaimNotControlledError.
-func ClaimCanTakeOver(existing *agentsv1beta1.Sandbox) bool {
+// UIDs). Anything else is claimNotControlledError.
+func claimCanTakeOver(existing *agentsv1beta1.Sandbox) bool {
 	return metav1.GetControllerOfNoCopy(existing) == nil && existing.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == agentsv1beta1.SandboxLaunchTypeCold
 }
 
-// ClaimOwnsRender reports whether named, the Sandbox found under the claim's Sandbox name, is
-// the claim's own render that the claim takes over (ClaimCanTakeOver) instead of adopting a warm
+// claimOwnsRender reports whether named, the Sandbox found under the claim's Sandbox name, is
+// the claim's own render that the claim takes over (claimCanTakeOver) instead of adopting a warm
 // member.
-func ClaimOwnsRender(claim *extv1beta1.SandboxClaim, named *agentsv1beta1.Sandbox) bool {
-	return named != nil && named.Name == ClaimSandboxName(claim) && ClaimCanTakeOver(named)
+func claimOwnsRender(claim *extv1beta1.SandboxClaim, named *agentsv1beta1.Sandbox) bool {
+	return named != nil && named.Name == claimSandboxName(claim) && claimCanTakeOver(named)
 }
 
-// ClaimNotControlledError is upstream's error for a claim whose name another Sandbox has: a
+// claimNotControlledError is upstream's error for a claim whose name another Sandbox has: a
 // ReconcilerError (retried), on the claim's name.
-func ClaimNotControlledError(claim *extv1beta1.SandboxClaim) *ClaimError {
+func claimNotControlledError(claim *extv1beta1.SandboxClaim) *ClaimError {
 	return &ClaimError{Reason: ReasonReconcilerError, Field: field.NewPath("metadata", "name"), Value: claim.Name,
 		Err: fmt.Sprintf("sandbox %q is not controlled by claim %q. Please use a different claim name or delete the sandbox manually", claim.Name, claim.Name)}
 }

@@ -53,7 +53,7 @@ func TestPlanTemplate(t *testing.T) {
 		},
 		"drift": {
 			reason: "an owned policy that drifted is brought back", template: managed, have: drifted,
-			want: &Step{Action: ActionUpdate, Kind: "NetworkPolicy", Name: "python-network-policy"},
+			want: &Step{Action: actionUpdate, Kind: "NetworkPolicy", Name: "python-network-policy"},
 		},
 		"earlier render adopted": {
 			reason: "an unowned policy selecting the template's pods is an earlier GitOps render", template: managed, have: gitops,
@@ -205,24 +205,24 @@ func TestPlanIntents(t *testing.T) {
 		},
 		"pod metadata only": {
 			reason: "an existing Pod gets its metadata, never its spec", sb: sb, obs: SandboxFound{Pods: []*corev1.Pod{stalePod}},
-			want: []want{{Action: ActionUpdate, Kind: "Pod", Scope: []string{ScopeLabels, ScopeAnnotations, ScopeOwnerReferences}, Labels: children.Pod.Labels}},
+			want: []want{{Action: actionUpdate, Kind: "Pod", Scope: []string{scopeLabels, scopeAnnotations, scopeOwnerReferences}, Labels: children.Pod.Labels}},
 		},
 		"kept service": {
 			reason: "a kept Service (spec.service unset) gets only its label and selector fixed", sb: sb,
 			obs: SandboxFound{Pods: []*corev1.Pod{children.Pod}, Service: keptSvc},
-			want: []want{{Action: ActionUpdate, Kind: "Service", Scope: []string{ScopeLabels, ScopeOwnerReferences, ScopeSelector},
+			want: []want{{Action: actionUpdate, Kind: "Service", Scope: []string{scopeLabels, scopeOwnerReferences, scopeSelector},
 				Labels: map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}, Spec: true}},
 		},
 		"drifted service": {
 			reason: "a Service kept as rendered (spec.service true) with a port another manager added is applied whole, marked drifted", sb: withService,
 			obs:  SandboxFound{Pods: []*corev1.Pod{serviceChildren.Pod}, Service: portAdded},
-			want: []want{{Action: ActionUpdate, Kind: "Service", Labels: serviceChildren.Service.Labels, Spec: true, Drifted: true}},
+			want: []want{{Action: actionUpdate, Kind: "Service", Labels: serviceChildren.Service.Labels, Spec: true, Drifted: true}},
 		},
 		"adopted pvc": {
 			reason: "an adoptable PVC gains the owner reference and the name-hash label, which a controller's cache selects children by", sb: withPVC,
 			obs: SandboxFound{Pods: []*corev1.Pod{children.Pod}, PVCs: []*corev1.PersistentVolumeClaim{adoptablePVC}},
 			want: []want{
-				{Action: ActionAdopt, Kind: "PersistentVolumeClaim", Scope: []string{ScopeLabels, ScopeOwnerReferences},
+				{Action: ActionAdopt, Kind: "PersistentVolumeClaim", Scope: []string{scopeLabels, scopeOwnerReferences},
 					Labels: map[string]string{agentsv1beta1.SandboxNameHashLabel: NameHash("box")}},
 			},
 		},

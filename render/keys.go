@@ -19,10 +19,10 @@ func isSystemAnnotation(key string) bool {
 	return isSystemKey(key) || key == agentsv1beta1.TraceContextAnnotation
 }
 
-// NormalizeCreatedBy maps the created-by label to the values upstream lets through to Pods:
+// normalizeCreatedBy maps the created-by label to the values upstream lets through to Pods:
 // go-client, python-client and controller are kept; anything else becomes "unknown", so a
 // free-form value cannot blow up metric cardinality.
-func NormalizeCreatedBy(v string) string {
+func normalizeCreatedBy(v string) string {
 	switch v {
 	case "go-client", "python-client", "controller":
 		return v

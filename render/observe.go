@@ -7,7 +7,7 @@ import (
 // ObservedPod is the part of a Pod that a Sandbox pass reads: its whole metadata (name, labels,
 // annotations, owner references, creation and deletion timestamps, managedFields), the node it
 // runs on, its phase, conditions and IPs, and the container statuses that name why it is stuck
-// (PodStuckCause). PlanSandbox and its status hold decide the same on it as on the whole Pod, so
+// (podStuckCause). PlanSandbox and its status hold decide the same on it as on the whole Pod, so
 // a controller may keep only this in its cache: a Pod's spec and container statuses are most of
 // its size, and a controller that never updates a running Pod's spec has no use for them. The result shares nothing with pod that a caller could change through it.
 func ObservedPod(pod *corev1.Pod) *corev1.Pod {

@@ -65,37 +65,37 @@ func extensionPodLabels(sb *agentsv1beta1.Sandbox, ctrl sandboxMaker) map[string
 	return out
 }
 
-// Ownership says how an observed child relates to a Sandbox.
-type Ownership int
+// ownership says how an observed child relates to a Sandbox.
+type ownership int
 
 // The three relations upstream distinguishes.
 const (
-	// Unowned objects have no controller reference.
-	Unowned Ownership = iota
-	// OwnedBySandbox objects have a controller reference to this Sandbox's UID.
-	OwnedBySandbox
-	// OwnedByOther objects have a controller reference to something else.
-	OwnedByOther
+	// unowned objects have no controller reference.
+	unowned ownership = iota
+	// ownedBySandbox objects have a controller reference to this Sandbox's UID.
+	ownedBySandbox
+	// ownedByOther objects have a controller reference to something else.
+	ownedByOther
 )
 
-// OwnershipOf classifies an observed object against sb, as upstream does before it touches a
-// child: it updates what it owns, adopts unowned objects only under the rules of CanAdopt, and
+// ownershipOf classifies an observed object against sb, as upstream does before it touches a
+// child: it updates what it owns, adopts unowned objects only under the rules of canAdopt, and
 // never touches objects another controller owns.
-func OwnershipOf(obj metav1.Object, sb *agentsv1beta1.Sandbox) Ownership {
+func ownershipOf(obj metav1.Object, sb *agentsv1beta1.Sandbox) ownership {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	switch {
 	case ref == nil:
-		return Unowned
+		return unowned
 	case ref.UID == sb.UID && sb.UID != "":
-		return OwnedBySandbox
+		return ownedBySandbox
 	default:
-		return OwnedByOther
+		return ownedByOther
 	}
 }
 
-// CanAdopt reports whether upstream would adopt an unowned object for sb: only when it was marked
+// canAdopt reports whether upstream would adopt an unowned object for sb: only when it was marked
 // adoptable or already carries sb's name-hash label.
-func CanAdopt(obj metav1.Object, sb *agentsv1beta1.Sandbox) bool {
+func canAdopt(obj metav1.Object, sb *agentsv1beta1.Sandbox) bool {
 	l := obj.GetLabels()
 	return l[agentsv1beta1.SandboxAdoptableLabel] == "true" || l[agentsv1beta1.SandboxNameHashLabel] == NameHash(sb.Name)
 }

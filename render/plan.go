@@ -109,8 +109,8 @@ func (s Step) String() string { return fmt.Sprintf("%s %s %s", s.Action, s.Kind,
 type Manager string
 
 const (
-	// ManagerController is the controller's own role (its field manager sandbox-gitops).
-	ManagerController Manager = ""
+	// managerController is the controller's own role (its field manager sandbox-gitops).
+	managerController Manager = ""
 	// ManagerUpstreamAnnotations writes upstream's annotations into objects users own
 	// (UpstreamAnnotations). It is not the controller's field manager: an apply sets exactly
 	// the fields its manager owns, so annotations applied as the controller would release the
@@ -138,10 +138,10 @@ type Intent struct {
 
 // Scoped field paths of partial intents.
 const (
-	ScopeLabels          = "metadata.labels"
-	ScopeAnnotations     = "metadata.annotations"
-	ScopeOwnerReferences = "metadata.ownerReferences"
-	ScopeSelector        = "spec.selector"
+	scopeLabels          = "metadata.labels"
+	scopeAnnotations     = "metadata.annotations"
+	scopeOwnerReferences = "metadata.ownerReferences"
+	scopeSelector        = "spec.selector"
 )
 
 // Precondition is what must still hold when a step is sent, checked by the API server: it is
@@ -160,9 +160,9 @@ type Precondition struct {
 type OnConflict string
 
 const (
-	// ConflictSkip leaves the step to the next pass, which the change's watch event brings; the
+	// conflictSkip leaves the step to the next pass, which the change's watch event brings; the
 	// rest of the plan still runs.
-	ConflictSkip OnConflict = ""
+	conflictSkip OnConflict = ""
 	// ConflictReplan reads the object of the step from the API server and plans the pass again
 	// with it (each kind's Found.Saw).
 	ConflictReplan OnConflict = "Replan"
@@ -184,13 +184,13 @@ func warningEvent(reason, message string) Event {
 	return Event{Type: corev1.EventTypeWarning, Reason: reason, Message: message}
 }
 
-// EventNoteLimit is the most bytes the API server takes in an event's note: a longer one is
+// eventNoteLimit is the most bytes the API server takes in an event's note: a longer one is
 // refused, and the write is lost.
-const EventNoteLimit = 1024
+const eventNoteLimit = 1024
 
 // WrittenEvent is the one event of a pass's steps that wrote: every event costs a write, so a
 // pass records at most one, with the type and reason of the first step's and the messages of
-// all of them joined with "; ", cut at EventNoteLimit ("…; and 12 more"). Nil when no step
+// all of them joined with "; ", cut at eventNoteLimit ("…; and 12 more"). Nil when no step
 // that wrote has an event.
 func WrittenEvent(written []Step) *Event {
 	var first *Event
@@ -210,7 +210,7 @@ func WrittenEvent(written []Step) *Event {
 	return &Event{Type: first.Type, Reason: first.Reason, Message: joinNote(msgs)}
 }
 
-// joinNote joins msgs with "; ", keeping as many as fit in EventNoteLimit with a count of the
+// joinNote joins msgs with "; ", keeping as many as fit in eventNoteLimit with a count of the
 // rest.
 func joinNote(msgs []string) string {
 	var b strings.Builder
@@ -223,7 +223,7 @@ func joinNote(msgs []string) string {
 		if i < len(msgs)-1 {
 			more = fmt.Sprintf("; and %d more", len(msgs)-1-i)
 		}
-		if b.Len()+len(sep)+len(m)+len(more) > EventNoteLimit && i > 0 {
+		if b.Len()+len(sep)+len(m)+len(more) > eventNoteLimit && i > 0 {
 			fmt.Fprintf(&b, "; and %d more", len(msgs)-i)
 			return b.String()
 		}

@@ -14,8 +14,8 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
-// Replicas is a pool's desired size: spec.replicas, 1 when unset (upstream's default).
-func Replicas(pool *extv1beta1.SandboxWarmPool) int32 {
+// replicas is a pool's desired size: spec.replicas, 1 when unset (upstream's default).
+func replicas(pool *extv1beta1.SandboxWarmPool) int32 {
 	if pool.Spec.Replicas == nil {
 		return 1
 	}
@@ -140,10 +140,10 @@ func expectedPodSpec(t *extv1beta1.SandboxTemplate, spec *corev1.PodSpec, opts O
 	_ = opts.Policies.Packs.ApplyPod(spec, field.NewPath("spec"))
 }
 
-// PoolStatus is the status upstream's pool writes: replicas counts the active members (not being
+// poolStatus is the status upstream's pool writes: replicas counts the active members (not being
 // deleted), readyReplicas those whose Ready condition is True, selector the warm-pool label, and
-// observedGeneration the pool's generation. Members must be the pool's own (see PoolMember).
-func PoolStatus(pool *extv1beta1.SandboxWarmPool, members []*agentsv1beta1.Sandbox) extv1beta1.SandboxWarmPoolStatus {
+// observedGeneration the pool's generation. Members must be the pool's own (see poolMember).
+func poolStatus(pool *extv1beta1.SandboxWarmPool, members []*agentsv1beta1.Sandbox) extv1beta1.SandboxWarmPoolStatus {
 	st := extv1beta1.SandboxWarmPoolStatus{
 		Selector:           agentsv1beta1.SandboxWarmPoolLabel + "=" + NameHash(pool.Name),
 		ObservedGeneration: pool.Generation,
@@ -160,14 +160,14 @@ func PoolStatus(pool *extv1beta1.SandboxWarmPool, members []*agentsv1beta1.Sandb
 	return st
 }
 
-// PoolMember reports whether sb belongs to pool: it carries the pool's warm-pool label and is
+// poolMember reports whether sb belongs to pool: it carries the pool's warm-pool label and is
 // controlled by the pool (or by nothing: an orphan the pool adopts). Members another object
 // controls are ignored, as upstream ignores them.
-func PoolMember(pool *extv1beta1.SandboxWarmPool, sb *agentsv1beta1.Sandbox) bool {
+func poolMember(pool *extv1beta1.SandboxWarmPool, sb *agentsv1beta1.Sandbox) bool {
 	return poolMemberOf(pool, NameHash(pool.Name))(sb)
 }
 
-// poolMemberOf is PoolMember for one pool, with its name's hash computed once rather than for
+// poolMemberOf is poolMember for one pool, with its name's hash computed once rather than for
 // each Sandbox asked about: a pool's pass asks it of every member.
 func poolMemberOf(pool *extv1beta1.SandboxWarmPool, hash string) func(*agentsv1beta1.Sandbox) bool {
 	return func(sb *agentsv1beta1.Sandbox) bool {
@@ -184,22 +184,22 @@ func poolMemberOf(pool *extv1beta1.SandboxWarmPool, hash string) func(*agentsv1b
 	}
 }
 
-// UpdateStrategy is a pool's effective strategy: OnReplenish unless Recreate or RollingUpdate is
+// updateStrategy is a pool's effective strategy: OnReplenish unless Recreate or RollingUpdate is
 // set.
-func UpdateStrategy(pool *extv1beta1.SandboxWarmPool) extv1beta1.SandboxWarmPoolUpdateStrategyType {
+func updateStrategy(pool *extv1beta1.SandboxWarmPool) extv1beta1.SandboxWarmPoolUpdateStrategyType {
 	if s := pool.Spec.UpdateStrategy; s != nil && (s.Type == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType || s.Type == extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType) {
 		return s.Type
 	}
 	return extv1beta1.OnReplenishSandboxWarmPoolUpdateStrategyType
 }
 
-// IsStale reports whether a pool member no longer matches the pool's template, as upstream's
+// isStale reports whether a pool member no longer matches the pool's template, as upstream's
 // isSandboxStale decides: a member made from another template is stale; an orphan is compared in
 // full; an owned member with the current blueprint hash is fresh; otherwise the blueprint is
 // compared: pod spec against the template's after secure defaults (and our policy packs), volume
 // claim templates by name and spec in order, and service. Template labels, annotations,
 // networkPolicy and injection policies never make a member stale.
-func IsStale(sb *agentsv1beta1.Sandbox, t *extv1beta1.SandboxTemplate, current PoolHashes, opts Options) bool {
+func isStale(sb *agentsv1beta1.Sandbox, t *extv1beta1.SandboxTemplate, current PoolHashes, opts Options) bool {
 	if sb.Labels[agentsv1beta1.SandboxTemplateRefHashLabel] != NameHash(t.Name) {
 		return true
 	}

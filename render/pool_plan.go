@@ -17,21 +17,21 @@ import (
 
 // Pool pass limits, upstream's defaults.
 const (
-	// PoolReadinessGrace is how long a member may stay not Ready before it is replaced
+	// poolReadinessGrace is how long a member may stay not Ready before it is replaced
 	// (--sandbox-warm-pool-readiness-grace-period).
-	PoolReadinessGrace = 5 * time.Minute
-	// PoolMaxBatch caps the members one pass creates or deletes (--sandbox-warm-pool-max-batch-size).
-	PoolMaxBatch = 300
+	poolReadinessGrace = 5 * time.Minute
+	// poolMaxBatch caps the members one pass creates or deletes (--sandbox-warm-pool-max-batch-size).
+	poolMaxBatch = 300
 	// poolUnschedulableRecheck is how often a held, unschedulable member is looked at again.
 	poolUnschedulableRecheck = time.Minute
 )
 
 // Why a pool deletes a member.
 const (
-	DeleteStaleOrphan = "StaleOrphan"
-	DeleteStale       = "Stale"
-	DeleteStuck       = "NotReadyAfterGrace"
-	DeleteScaleDown   = "ScaleDown"
+	deleteStaleOrphan = "StaleOrphan"
+	deleteStale       = "Stale"
+	deleteStuck       = "NotReadyAfterGrace"
+	deleteScaleDown   = "ScaleDown"
 )
 
 // PoolFound is what a controller found in the cluster for one pool's pass.
@@ -67,11 +67,11 @@ const PoolWriteRecheck = 30 * time.Second
 // pool's label are taken in (or deleted when stale), stale members go under Recreate, members not
 // Ready after the grace period are replaced (unless unschedulable), then the pool is filled to
 // spec.replicas with deterministic names or scaled down (not-Ready members first, then newest
-// first, ties by name), at most PoolMaxBatch at a time. Under RollingUpdate (our extension)
+// first, ties by name), at most poolMaxBatch at a time. Under RollingUpdate (our extension)
 // stale members are instead replaced a few at a time within its bounds (roll) while any are
 // left. With no template nothing is created and nothing is judged stale. Members another object
-// controls are not the pool's. The status is upstream's (PoolStatus) with the rollout's
-// (PoolRolloutStatus), and the pass comes back when a progress deadline passes, so that the
+// controls are not the pool's. The status is upstream's (poolStatus) with the rollout's
+// (poolRolloutStatus), and the pass comes back when a progress deadline passes, so that the
 // status says so without any other event.
 func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, opts Options) *PoolPlan {
 	plan := &PoolPlan{}
@@ -84,11 +84,11 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, 
 		}
 	}
 	desired := plan.desired(pool, opts)
-	strategy := UpdateStrategy(pool)
-	var bounds *RollingBounds
+	strategy := updateStrategy(pool)
+	var bounds *rollingBounds
 	var invalid error
 	if strategy == extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType {
-		b, err := PoolRollingBounds(pool, int(desired))
+		b, err := poolRollingBounds(pool, int(desired))
 		if bounds, invalid = &b, err; err != nil {
 			bounds = nil // the CRD refuses such a pool: none of its stale members is replaced
 		}
@@ -104,7 +104,7 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, 
 	if found.InFlightCreates+found.InFlightDeletes > 0 || len(plan.Steps) > 0 {
 		plan.requeue(PoolWriteRecheck)
 	}
-	st, deadline := PoolRolloutStatus(pool, PoolStatus(pool, active), active, PoolRollout{
+	st, deadline := poolRolloutStatus(pool, poolStatus(pool, active), active, poolRollout{
 		TemplateFound:  t != nil,
 		Desired:        desired,
 		Stale:          j.stale,
@@ -121,26 +121,26 @@ func PlanPool(pool *extv1beta1.SandboxWarmPool, found PoolFound, now time.Time, 
 	plan.warn(pool, j.held, invalid)
 	// A claim takes a member that is Ready already: nobody waits on the refill, until so few are
 	// left that the next claims would start cold.
-	plan.Background = PoolBackground(pool, st)
+	plan.Background = poolBackground(pool, st)
 	return plan
 }
 
-// PoolBackground says whether a pool whose status is st has no pass anybody waits on: it keeps
+// poolBackground says whether a pool whose status is st has no pass anybody waits on: it keeps
 // its reserve of Ready members (a quarter of its replicas, at least one), so its refill and
 // anything else it writes can wait behind the claims it serves. A controller asks it of the
 // status as last written, before it reads anything for a pass.
-func PoolBackground(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmPoolStatus) bool {
-	return st.ReadyReplicas >= max(Replicas(pool)/4, 1)
+func poolBackground(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmPoolStatus) bool {
+	return st.ReadyReplicas >= max(replicas(pool)/4, 1)
 }
 
-// PoolKeepsReserve is PoolBackground on the status the pool's members among sandboxes give
-// (PoolMember, PoolStatus), for a controller that asks before its pass reads anything else: the
+// PoolKeepsReserve is poolBackground on the status the pool's members among sandboxes give
+// (poolMember, poolStatus), for a controller that asks before its pass reads anything else: the
 // pool's status as last written lags the claims that took members since.
 //
 // It counts Ready members only until there are enough: a controller asks it on every member
 // event of a burst of claims, of a pool of a thousand that keeps its reserve most of the time.
 func PoolKeepsReserve(pool *extv1beta1.SandboxWarmPool, sandboxes []*agentsv1beta1.Sandbox) bool {
-	need := max(Replicas(pool)/4, 1) // PoolBackground's threshold, on PoolStatus's ReadyReplicas
+	need := max(replicas(pool)/4, 1) // PoolBackground's threshold, on PoolStatus's ReadyReplicas
 	member := poolMemberOf(pool, NameHash(pool.Name))
 	var ready int32
 	for _, sb := range sandboxes {
@@ -172,7 +172,7 @@ type judged struct {
 // cannot be scheduled (then they are held).
 func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *extv1beta1.SandboxTemplate, hashes PoolHashes, now time.Time, opts Options) judged {
 	j := judged{terminating: found.InFlightDeletes}
-	recreate := UpdateStrategy(pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType
+	recreate := updateStrategy(pool) == extv1beta1.RecreateSandboxWarmPoolUpdateStrategyType
 	member := poolMemberOf(pool, NameHash(pool.Name))
 	for _, sb := range sortedByName(found.Sandboxes) {
 		if !member(sb) {
@@ -183,29 +183,29 @@ func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *e
 			continue
 		}
 		orphan := metav1.GetControllerOfNoCopy(sb) == nil
-		stale := t != nil && IsStale(sb, t, hashes, opts)
+		stale := t != nil && isStale(sb, t, hashes, opts)
 		reason := ""
 		switch {
 		case orphan && stale:
-			reason = DeleteStaleOrphan
+			reason = deleteStaleOrphan
 		case orphan:
 			// Only the pool's controller reference and launch-type label: upstream adopts with
 			// an update of just these.
 			p.Steps = append(p.Steps, Step{Action: ActionAdopt, Kind: agentsv1beta1.SandboxKind, Name: sb.Name, Intent: &Intent{Object: poolAdoption(pool, sb)}})
 		case recreate && stale:
-			reason = DeleteStale
+			reason = deleteStale
 		}
-		if reason == "" && !meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) && !now.Before(sb.CreationTimestamp.Add(PoolReadinessGrace)) {
+		if reason == "" && !meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) && !now.Before(sb.CreationTimestamp.Add(poolReadinessGrace)) {
 			if unschedulable(sb) {
 				j.held = append(j.held, sb)
 			} else {
-				reason = DeleteStuck
+				reason = deleteStuck
 			}
 		}
 		if reason != "" {
 			p.Steps = append(p.Steps, poolDeletion(sb, reason))
 			j.terminating++
-			if reason == DeleteStale || reason == DeleteStaleOrphan {
+			if reason == deleteStale || reason == deleteStaleOrphan {
 				j.replacingStale++
 			}
 			continue
@@ -224,7 +224,7 @@ func (p *PoolPlan) judge(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *e
 // desired is the number of members the pool keeps: spec.replicas, at most the limit of members
 // per pool (then LimitedTo says so).
 func (p *PoolPlan) desired(pool *extv1beta1.SandboxWarmPool, opts Options) int32 {
-	desired := Replicas(pool)
+	desired := replicas(pool)
 	if limit := opts.maxPoolReplicas(); desired > limit {
 		desired = limit
 		p.LimitedTo = limit
@@ -233,18 +233,18 @@ func (p *PoolPlan) desired(pool *extv1beta1.SandboxWarmPool, opts Options) int32
 }
 
 // scale fills the pool to desired members (less what is terminating) with members of
-// deterministic names, or deletes the least useful members above it, at most PoolMaxBatch at a
+// deterministic names, or deletes the least useful members above it, at most poolMaxBatch at a
 // time; it returns the members that stay.
 func (p *PoolPlan) scale(pool *extv1beta1.SandboxWarmPool, found PoolFound, active []*agentsv1beta1.Sandbox, terminating int, t *extv1beta1.SandboxTemplate, hashes PoolHashes, desired int, opts Options) []*agentsv1beta1.Sandbox {
 	switch have := len(active) + found.InFlightCreates; {
 	case have+terminating < desired && t != nil:
-		p.create(pool, found, t, hashes, min(desired-have-terminating, PoolMaxBatch), opts)
+		p.create(pool, found, t, hashes, min(desired-have-terminating, poolMaxBatch), opts)
 	case have > desired:
 		excess := slices.Clone(active)
 		slices.SortFunc(excess, scaleDownOrder)
-		n := min(have-desired, len(excess), PoolMaxBatch)
+		n := min(have-desired, len(excess), poolMaxBatch)
 		for _, sb := range excess[:n] {
-			p.Steps = append(p.Steps, poolDeletion(sb, DeleteScaleDown))
+			p.Steps = append(p.Steps, poolDeletion(sb, deleteScaleDown))
 		}
 		active = excess[n:]
 	}
@@ -262,7 +262,7 @@ func (p *PoolPlan) create(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *
 		// creates members: a failing API server sees one request, not hundreds.
 		e := normalEvent("Created", fmt.Sprintf("Created Sandbox %q", name))
 		s := createStep(agentsv1beta1.SandboxKind, PoolSandbox(pool, t, name, hashes, opts), &e)
-		s.OnConflict, s.Concurrent = ConflictSkip, true
+		s.OnConflict, s.Concurrent = conflictSkip, true
 		p.Steps = append(p.Steps, s)
 	}
 }
@@ -282,11 +282,11 @@ func (p *PoolPlan) create(pool *extv1beta1.SandboxWarmPool, found PoolFound, t *
 //
 // So a rollout whose new members never become Ready stops at the bound: the stale Ready members
 // it keeps are never fewer than desired-MaxUnavailable (nor fewer than there were). Which stale
-// member is stale is IsStale's decision, so a template changed again mid-rollout makes the
+// member is stale is isStale's decision, so a template changed again mid-rollout makes the
 // members of every older template stale alike, and the rollout goes on from where it is.
 // Members a claim adopted are no longer the pool's and are not seen here; a deletion carries the
 // member's resourceVersion, so one adopted meanwhile is not deleted from under its claim.
-func (p *PoolPlan) roll(pool *extv1beta1.SandboxWarmPool, found PoolFound, j *judged, t *extv1beta1.SandboxTemplate, hashes PoolHashes, desired int, b RollingBounds, opts Options) []*agentsv1beta1.Sandbox {
+func (p *PoolPlan) roll(pool *extv1beta1.SandboxWarmPool, found PoolFound, j *judged, t *extv1beta1.SandboxTemplate, hashes PoolHashes, desired int, b rollingBounds, opts Options) []*agentsv1beta1.Sandbox {
 	var updated, stale []*agentsv1beta1.Sandbox
 	ready := 0
 	for _, sb := range j.active {
@@ -300,7 +300,7 @@ func (p *PoolPlan) roll(pool *extv1beta1.SandboxWarmPool, found PoolFound, j *ju
 		}
 	}
 	budget := ready - max(desired-b.MaxUnavailable, 0) // Ready members this pass may delete
-	batch := PoolMaxBatch
+	batch := poolMaxBatch
 	// retire deletes up to n of members, least useful first, within the budget and the batch;
 	// it returns the members that stay and how many go.
 	retire := func(members []*agentsv1beta1.Sandbox, n int, reason string) ([]*agentsv1beta1.Sandbox, int) {
@@ -321,12 +321,12 @@ func (p *PoolPlan) roll(pool *extv1beta1.SandboxWarmPool, found PoolFound, j *ju
 		}
 		return members[gone:], gone
 	}
-	stale, retired := retire(stale, len(stale), DeleteStale)
-	updated, scaledDown := retire(updated, len(updated)+found.InFlightCreates-desired, DeleteScaleDown)
+	stale, retired := retire(stale, len(stale), deleteStale)
+	updated, scaledDown := retire(updated, len(updated)+found.InFlightCreates-desired, deleteScaleDown)
 	j.replacingStale += retired
 	terminating := j.terminating + retired + scaledDown
 	have := len(updated) + found.InFlightCreates
-	p.create(pool, found, t, hashes, min(desired-have, desired+b.MaxSurge-have-len(stale)-terminating, PoolMaxBatch), opts)
+	p.create(pool, found, t, hashes, min(desired-have, desired+b.MaxSurge-have-len(stale)-terminating, poolMaxBatch), opts)
 	return append(updated, stale...)
 }
 
@@ -346,7 +346,7 @@ func (p *PoolPlan) wait(active []*agentsv1beta1.Sandbox, now time.Time) {
 		if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
 			continue
 		}
-		if deadline := sb.CreationTimestamp.Add(PoolReadinessGrace); now.Before(deadline) {
+		if deadline := sb.CreationTimestamp.Add(poolReadinessGrace); now.Before(deadline) {
 			p.requeue(deadline.Sub(now))
 		} else {
 			p.requeue(poolUnschedulableRecheck)
@@ -359,14 +359,14 @@ func (p *PoolPlan) wait(active []*agentsv1beta1.Sandbox, now time.Time) {
 // held member (upstream's WarmPoolNotProgressing).
 func (p *PoolPlan) warn(pool *extv1beta1.SandboxWarmPool, held []*agentsv1beta1.Sandbox, invalid error) {
 	if p.LimitedTo > 0 && pool.Status.Replicas < p.LimitedTo {
-		p.Events = append(p.Events, warningEvent("ReplicasOverLimit", fmt.Sprintf("spec.replicas %d is more than the limit of %d members per pool; kept at the limit (raise it with the render config's spec.maxPoolReplicas)", Replicas(pool), p.LimitedTo)))
+		p.Events = append(p.Events, warningEvent("ReplicasOverLimit", fmt.Sprintf("spec.replicas %d is more than the limit of %d members per pool; kept at the limit (raise it with the render config's spec.maxPoolReplicas)", replicas(pool), p.LimitedTo)))
 	}
 	if invalid != nil {
 		// Only a pool the CRD did not check gets here (an older CRD, a Go client's object).
 		p.Events = append(p.Events, warningEvent("InvalidUpdateStrategy", fmt.Sprintf("%v; no stale member is replaced until it is fixed", invalid)))
 	}
 	if len(held) > 0 {
-		p.Events = append(p.Events, warningEvent("WarmPoolNotProgressing", fmt.Sprintf("Sandbox %q is not Ready after %v and its Pod cannot be scheduled; kept", held[0].Name, PoolReadinessGrace)))
+		p.Events = append(p.Events, warningEvent("WarmPoolNotProgressing", fmt.Sprintf("Sandbox %q is not Ready after %v and its Pod cannot be scheduled; kept", held[0].Name, poolReadinessGrace)))
 	}
 }
 

@@ -81,7 +81,7 @@ func TestPlanPoolRollingUpdate(t *testing.T) {
 		"retire": {
 			reason: "once the new member is Ready, one stale Ready member goes, the newest; its replacement waits until it is gone",
 			pool:   three, found: PoolFound{Template: tpl, Sandboxes: with(staleReady(three, 3), m(three, tpl, names[0], time.Minute, ready))},
-			want: summary{Delete: []string{"old-2 " + DeleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 1, Ready: 3},
+			want: summary{Delete: []string{"old-2 " + deleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 1, Ready: 3},
 		},
 		"a retiring member counts against the surge": {
 			reason: "a stale member on its way out still takes its place",
@@ -96,7 +96,7 @@ func TestPlanPoolRollingUpdate(t *testing.T) {
 		"last stale member": {
 			reason: "with every updated member Ready, the last stale one goes",
 			pool:   three, found: PoolFound{Template: tpl, Sandboxes: with(staleReady(three, 1), m(three, tpl, "a", time.Minute, ready), m(three, tpl, "b", time.Minute, ready), m(three, tpl, "c", time.Minute, ready))},
-			want: summary{Delete: []string{"old-0 " + DeleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 3, Ready: 3},
+			want: summary{Delete: []string{"old-0 " + deleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 3, Ready: 3},
 		},
 		"complete": {
 			reason: "no stale member left and every member Ready: the pool fills and scales as any other",
@@ -106,12 +106,12 @@ func TestPlanPoolRollingUpdate(t *testing.T) {
 		"not Ready stale members go first": {
 			reason: "a stale member that is not Ready serves no claim: it goes whatever the budget, and its place goes to an updated member",
 			pool:   three, found: PoolFound{Template: tpl, Sandboxes: with(staleReady(three, 2), m(three, old, "old-starting", time.Minute, networked))},
-			want: summary{Create: names[:1], Delete: []string{"old-starting " + DeleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Ready: 2},
+			want: summary{Create: names[:1], Delete: []string{"old-starting " + deleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Ready: 2},
 		},
 		"maxUnavailable": {
 			reason: "a pool of 4 (25% each) retires one Ready stale member before any new one is Ready, and surges one",
 			pool:   four, found: PoolFound{Template: tpl, Sandboxes: staleReady(four, 4)},
-			want: summary{Create: names[:1], Delete: []string{"old-3 " + DeleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Ready: 3},
+			want: summary{Create: names[:1], Delete: []string{"old-3 " + deleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Ready: 3},
 		},
 		"maxUnavailable reached": {
 			reason: "with one Ready member short already, no Ready member goes until a new one is Ready",
@@ -122,7 +122,7 @@ func TestPlanPoolRollingUpdate(t *testing.T) {
 			reason: "10 members, maxSurge 30% (3), maxUnavailable 20% (2): two stale go, three updated come",
 			pool:   rollingPool(10, pct("30%"), pct("20%")),
 			found:  PoolFound{Template: tpl, Sandboxes: staleReady(rollingPool(10, nil, nil), 10)},
-			want: summary{Create: PoolMemberNames("ns", "pool", 3, nil), Delete: []string{"old-9 " + DeleteStale, "old-8 " + DeleteStale},
+			want: summary{Create: PoolMemberNames("ns", "pool", 3, nil), Delete: []string{"old-9 " + deleteStale, "old-8 " + deleteStale},
 				Progressing: extv1beta1.MembersUpdatedReason, Ready: 8},
 		},
 		"pool of 1 surges": {
@@ -133,12 +133,12 @@ func TestPlanPoolRollingUpdate(t *testing.T) {
 		"pool of 1 retires": {
 			reason: "and the stale one goes once it is Ready",
 			pool:   rollingPool(1, nil, nil), found: PoolFound{Template: tpl, Sandboxes: with(staleReady(rollingPool(1, nil, nil), 1), m(rollingPool(1, nil, nil), tpl, names[0], time.Minute, ready))},
-			want: summary{Delete: []string{"old-0 " + DeleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 1, Ready: 1},
+			want: summary{Delete: []string{"old-0 " + deleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 1, Ready: 1},
 		},
 		"maxSurge 0": {
 			reason: "without a surge, the rollout makes room first: one Ready stale member goes (maxUnavailable 1), and its replacement waits for it",
 			pool:   rollingPool(2, num(0), num(1)), found: PoolFound{Template: tpl, Sandboxes: staleReady(rollingPool(2, nil, nil), 2)},
-			want: summary{Delete: []string{"old-1 " + DeleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Ready: 1},
+			want: summary{Delete: []string{"old-1 " + deleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Ready: 1},
 		},
 		"template changed mid-rollout": {
 			reason: "members of every older template are stale alike: the rollout starts over from where it is",
@@ -150,7 +150,7 @@ func TestPlanPoolRollingUpdate(t *testing.T) {
 			reason: "the member of the template before is retired like the others, newest first",
 			pool:   three, found: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				m(three, older, "older-0", 3*time.Hour, ready), m(three, older, "older-1", 2*time.Hour, ready), m(three, old, "old-0", time.Hour, ready), m(three, tpl, names[0], time.Minute, ready)}},
-			want: summary{Delete: []string{"old-0 " + DeleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 1, Ready: 3},
+			want: summary{Delete: []string{"old-0 " + deleteStale}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 1, Ready: 3},
 		},
 		"a claimed stale Sandbox is left alone": {
 			reason: "a Sandbox a claim controls is not the pool's: never deleted, never counted",
@@ -160,7 +160,7 @@ func TestPlanPoolRollingUpdate(t *testing.T) {
 		"a new member that never becomes Ready": {
 			reason: "it is replaced after the readiness grace, as in any pool; the stale members stay",
 			pool:   three, found: PoolFound{Template: tpl, Sandboxes: with(staleReady(three, 3), m(three, tpl, names[0], 6*time.Minute))},
-			want: summary{Delete: []string{names[0] + " " + DeleteStuck}, Progressing: extv1beta1.MembersUpdatedReason, Ready: 3},
+			want: summary{Delete: []string{names[0] + " " + deleteStuck}, Progressing: extv1beta1.MembersUpdatedReason, Ready: 3},
 		},
 		"in-flight creates are updated members": {
 			reason: "a create the cache does not show yet takes the surge",
@@ -171,7 +171,7 @@ func TestPlanPoolRollingUpdate(t *testing.T) {
 			reason: "spec.replicas lowered to 2: the stale member goes, then the updated one above 2, while 2 Ready stay",
 			pool:   rollingPool(2, nil, nil), found: PoolFound{Template: tpl, Sandboxes: with(staleReady(three, 1),
 				m(three, tpl, "a", 3*time.Minute, ready), m(three, tpl, "b", 2*time.Minute, ready), m(three, tpl, "c", time.Minute, ready))},
-			want: summary{Delete: []string{"old-0 " + DeleteStale, "c " + DeleteScaleDown}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 2, Ready: 2},
+			want: summary{Delete: []string{"old-0 " + deleteStale, "c " + deleteScaleDown}, Progressing: extv1beta1.MembersUpdatedReason, Updated: 2, Ready: 2},
 		},
 		"invalid bounds": {
 			reason: "bounds the CRD refuses replace nothing, and the pool says why",
@@ -247,7 +247,7 @@ func TestRollingUpdateConverges(t *testing.T) {
 			name := fmt.Sprintf("%d members, maxSurge %v, maxUnavailable %v, %s", tc.replicas, tc.maxSurge, tc.maxUnavailable, mode)
 			t.Run(name, func(t *testing.T) {
 				pool := rollingPool(tc.replicas, tc.maxSurge, tc.maxUnavailable)
-				b, err := PoolRollingBounds(pool, int(tc.replicas))
+				b, err := poolRollingBounds(pool, int(tc.replicas))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -306,7 +306,7 @@ func TestRollingUpdateConverges(t *testing.T) {
 					if mode != "never starts" && len(plan.Steps) == 0 && c.Reason == extv1beta1.RolloutCompleteReason {
 						h, _ := TemplateHashes(current)
 						for _, sb := range members {
-							if IsStale(sb, current, h, Options{}) {
+							if isStale(sb, current, h, Options{}) {
 								t.Fatalf("complete with %s stale", sb.Name)
 							}
 						}
@@ -336,7 +336,7 @@ func TestPoolRolloutStatusRollingDeadline(t *testing.T) {
 	old := poolTemplate("python:3.12")
 	tpl := poolTemplate("python:3.13")
 	pool := rollingPool(2, nil, nil)
-	bounds := &RollingBounds{MaxSurge: 1}
+	bounds := &rollingBounds{MaxSurge: 1}
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(planNow.Add(-d)) }
 	h, _ := TemplateHashes(tpl)
 	progressing := func(status metav1.ConditionStatus, reason string, since metav1.Time) metav1.Condition {
@@ -411,11 +411,11 @@ func TestPoolRolloutStatusRollingDeadline(t *testing.T) {
 			p.Status.Conditions = []metav1.Condition{*tc.prev}
 			stale := map[*agentsv1beta1.Sandbox]bool{}
 			for _, m := range tc.members {
-				if IsStale(m, tpl, h, Options{}) {
+				if isStale(m, tpl, h, Options{}) {
 					stale[m] = true
 				}
 			}
-			st, next := PoolRolloutStatus(p, PoolStatus(p, tc.members), tc.members, PoolRollout{TemplateFound: true, Desired: 2, Stale: stale, ReplacesStale: true, Rolling: bounds, TemplateHash: h.Blueprint}, planNow)
+			st, next := poolRolloutStatus(p, poolStatus(p, tc.members), tc.members, poolRollout{TemplateFound: true, Desired: 2, Stale: stale, ReplacesStale: true, Rolling: bounds, TemplateHash: h.Blueprint}, planNow)
 			c := meta.FindStatusCondition(st.Conditions, extv1beta1.SandboxWarmPoolProgressing)
 			got := want{c.Status, c.Reason, c.LastTransitionTime, next}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -452,7 +452,7 @@ func TestClaimWarmCandidatesRollingUpdate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := ClaimWarmCandidates(claimOn("pool", "1"), ClaimPool{Pool: tc.pool, Template: tpl}, members(tc.pool), tc.rank, nil, Options{})
+			got := claimWarmCandidates(claimOn("pool", "1"), ClaimPool{Pool: tc.pool, Template: tpl}, members(tc.pool), tc.rank, nil, Options{})
 			var names []string
 			for _, sb := range got.Adoptable {
 				names = append(names, sb.Name)

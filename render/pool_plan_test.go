@@ -134,7 +134,7 @@ func TestPlanPool(t *testing.T) {
 		"a member not Ready after the grace is replaced": {
 			pool: onReplenish, obs: PoolFound{Template: tpl, Taken: map[string]bool{names[0]: true, names[1]: true}, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready), member(onReplenish, tpl, names[1], 6*time.Minute)}},
-			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Delete: []string{names[1] + " " + DeleteStuck}, Status: status(1, 1)},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Delete: []string{names[1] + " " + deleteStuck}, Status: status(1, 1)},
 		},
 		"an unschedulable member is held": {
 			pool: onReplenish, obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
@@ -145,7 +145,7 @@ func TestPlanPool(t *testing.T) {
 			pool: testPool(1, ""), obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], 3*time.Minute, ready), member(onReplenish, tpl, names[1], 2*time.Minute, ready),
 				member(onReplenish, tpl, names[2], 4*time.Minute, networked)}},
-			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Delete: []string{names[2] + " " + DeleteScaleDown, names[1] + " " + DeleteScaleDown}, Status: status(1, 1)},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Delete: []string{names[2] + " " + deleteScaleDown, names[1] + " " + deleteScaleDown}, Status: status(1, 1)},
 		},
 		"deleting members count against capacity": {
 			pool: onReplenish, obs: PoolFound{Template: tpl, Sandboxes: []*agentsv1beta1.Sandbox{
@@ -178,12 +178,12 @@ func TestPlanPool(t *testing.T) {
 		"Recreate replaces stale members": {
 			pool: recreate, obs: PoolFound{Template: newTpl, Taken: map[string]bool{names[0]: true, names[1]: true}, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(recreate, tpl, names[0], time.Minute, ready), member(recreate, tpl, names[1], time.Minute, ready)}},
-			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Delete: []string{names[1] + " " + DeleteStale, names[0] + " " + DeleteStale}, Status: status(0, 0)}, // by name
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Delete: []string{names[1] + " " + deleteStale, names[0] + " " + deleteStale}, Status: status(0, 0)}, // by name
 		},
 		"orphans are taken in, stale orphans deleted": {
 			pool: onReplenish, obs: PoolFound{Template: tpl, Taken: map[string]bool{names[0]: true, "stale": true}, Sandboxes: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, names[0], time.Minute, ready, orphaned), member(onReplenish, newTpl, "stale", time.Minute, ready, orphaned)}},
-			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Adopt: []string{names[0]}, Delete: []string{"stale " + DeleteStaleOrphan}, Status: status(1, 1)},
+			want: summary{RequeueAfter: PoolWriteRecheck, WriteStatus: true, Adopt: []string{names[0]}, Delete: []string{"stale " + deleteStaleOrphan}, Status: status(1, 1)},
 		},
 		"over the per-pool limit: kept at the limit, and said": {
 			pool: testPool(3, ""), obs: PoolFound{Template: tpl},
@@ -278,7 +278,7 @@ func TestClaimWarmCandidates(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := ClaimWarmCandidates(claimOn("pool", "1"), tc.cp, tc.members, 7, nil, Options{})
+			got := claimWarmCandidates(claimOn("pool", "1"), tc.cp, tc.members, 7, nil, Options{})
 			var gotNames []string
 			for _, sb := range got.Adoptable {
 				gotNames = append(gotNames, sb.Name)
@@ -318,7 +318,7 @@ func TestClaimWarmCandidatesSpread(t *testing.T) {
 	listed := append([]*extv1beta1.SandboxClaim{bound}, claims[4], claims[2], claims[0], claims[3], claims[1])
 	var first []string
 	for _, c := range claims {
-		got := ClaimWarmCandidates(c, ClaimPool{Pool: pool, Template: tpl}, members, ClaimRank(c, listed), nil, Options{})
+		got := claimWarmCandidates(c, ClaimPool{Pool: pool, Template: tpl}, members, claimRank(c, listed), nil, Options{})
 		first = append(first, got.Adoptable[0].Name)
 	}
 	if diff := cmp.Diff([]string{"m0", "m1", "m2", "m3", "m4"}, first); diff != "" {
@@ -357,22 +357,22 @@ func TestClaimWarmWait(t *testing.T) {
 	someone := []*agentsv1beta1.Sandbox{{}}
 	cases := map[string]struct {
 		claim *extv1beta1.SandboxClaim
-		c     WarmCandidates
+		c     warmCandidates
 		want  time.Duration
 	}{
-		"adoptable: no wait":        {young, WarmCandidates{Adoptable: someone, Pending: 1}, 0},
-		"nothing pending: cold now": {young, WarmCandidates{}, 0},
-		"pending, young: poll":      {young, WarmCandidates{Pending: 1}, WarmWaitPoll},
-		"pending, old: cold now":    {old, WarmCandidates{Pending: 1}, 0},
+		"adoptable: no wait":        {young, warmCandidates{Adoptable: someone, Pending: 1}, 0},
+		"nothing pending: cold now": {young, warmCandidates{}, 0},
+		"pending, young: poll":      {young, warmCandidates{Pending: 1}, warmWaitPoll},
+		"pending, old: cold now":    {old, warmCandidates{Pending: 1}, 0},
 		"pending, almost 2 s: the rest": {func() *extv1beta1.SandboxClaim {
 			c := claimOn("pool", "3")
 			c.CreationTimestamp = metav1.NewTime(planNow.Add(-1800 * time.Millisecond))
 			return c
-		}(), WarmCandidates{Pending: 1}, 200 * time.Millisecond},
+		}(), warmCandidates{Pending: 1}, 200 * time.Millisecond},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := ClaimWarmWait(tc.claim, tc.c, planNow); got != tc.want {
+			if got := claimWarmWait(tc.claim, tc.c, planNow); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
@@ -385,7 +385,7 @@ func TestClaimStatusHold(t *testing.T) {
 	}
 	young := claimOn("pool", "1")
 	written := claimOn("pool", "2")
-	written.Status = cond(metav1.ConditionFalse, ReasonSandboxNotReady)
+	written.Status = cond(metav1.ConditionFalse, reasonSandboxNotReady)
 	old := claimOn("pool", "3")
 	old.CreationTimestamp = metav1.NewTime(planNow.Add(-time.Minute))
 	cases := map[string]struct {
@@ -393,12 +393,12 @@ func TestClaimStatusHold(t *testing.T) {
 		next  extv1beta1.SandboxClaimStatus
 		want  time.Duration
 	}{
-		"starting: held":               {young, cond(metav1.ConditionFalse, ReasonSandboxNotReady), StartupWindow - time.Second},
-		"dependencies not ready: held": {young, cond(metav1.ConditionFalse, agentsv1beta1.ReasonDependenciesNotReady), StartupWindow - time.Second},
+		"starting: held":               {young, cond(metav1.ConditionFalse, reasonSandboxNotReady), startupWindow - time.Second},
+		"dependencies not ready: held": {young, cond(metav1.ConditionFalse, agentsv1beta1.ReasonDependenciesNotReady), startupWindow - time.Second},
 		"Ready: written":               {young, cond(metav1.ConditionTrue, agentsv1beta1.ReasonDependenciesReady), 0},
 		"an error: written":            {young, cond(metav1.ConditionFalse, ReasonTemplateNotFound), 0},
 		"already has a status":         {written, cond(metav1.ConditionFalse, agentsv1beta1.ReasonDependenciesNotReady), 0},
-		"past the window":              {old, cond(metav1.ConditionFalse, ReasonSandboxNotReady), 0},
+		"past the window":              {old, cond(metav1.ConditionFalse, reasonSandboxNotReady), 0},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -435,7 +435,7 @@ func TestClaimTriesWarm(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(c)
 			}
-			if got := ClaimTriesWarm(c, tc.cp, tc.cold); got != tc.want {
+			if got := claimTriesWarm(c, tc.cp, tc.cold); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
@@ -461,13 +461,13 @@ func TestClaimCanTakeOver(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := ClaimCanTakeOver(tc.sb); got != tc.want {
+			if got := claimCanTakeOver(tc.sb); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
 	}
 	want := `sandbox "claim-1" is not controlled by claim "claim-1". Please use a different claim name or delete the sandbox manually`
-	if e := ClaimNotControlledError(claim); e.Reason != ReasonReconcilerError || e.Err != want || e.Field.String() != "metadata.name" {
+	if e := claimNotControlledError(claim); e.Reason != ReasonReconcilerError || e.Err != want || e.Field.String() != "metadata.name" {
 		t.Errorf("ClaimNotControlledError: %+v", e)
 	}
 }
@@ -531,7 +531,7 @@ func TestClaimWarmCandidatesArrival(t *testing.T) {
 				}
 				members = append(members, member(pool, tpl, n, age, ready))
 			}
-			got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, tc.arrival, Options{})
+			got := claimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, tc.arrival, Options{})
 			var gotNames []string
 			for _, sb := range got.Adoptable {
 				gotNames = append(gotNames, sb.Name)
@@ -569,7 +569,7 @@ func TestClaimWarmCandidatesFirstCreated(t *testing.T) {
 		for _, n := range listed {
 			members = append(members, member(pool, tpl, n, time.Minute, ready))
 		}
-		got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, nil, Options{})
+		got := claimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, nil, Options{})
 		var gotNames []string
 		for _, sb := range got.Adoptable {
 			gotNames = append(gotNames, sb.Name)
@@ -580,7 +580,7 @@ func TestClaimWarmCandidatesFirstCreated(t *testing.T) {
 	}
 	// An older member still comes first, whatever its ordinal.
 	members := []*agentsv1beta1.Sandbox{member(pool, tpl, first, time.Minute, ready), member(pool, tpl, second, time.Hour, ready)}
-	got := ClaimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, nil, Options{})
+	got := claimWarmCandidates(claimOn(pool.Name, "1"), ClaimPool{Pool: pool, Template: tpl}, members, 0, nil, Options{})
 	if got.Adoptable[0].Name != second {
 		t.Errorf("the older member %s is not first: %s", second, got.Adoptable[0].Name)
 	}
@@ -604,7 +604,7 @@ func TestPoolBackground(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := extv1beta1.SandboxWarmPoolStatus{ReadyReplicas: tc.ready}
-			if got := PoolBackground(testPool(tc.replicas, ""), st); got != tc.want {
+			if got := poolBackground(testPool(tc.replicas, ""), st); got != tc.want {
 				t.Errorf("PoolBackground(replicas %d, ready %d) = %v, want %v", tc.replicas, tc.ready, got, tc.want)
 			}
 		})
@@ -656,7 +656,7 @@ func TestPoolKeepsReserve(t *testing.T) {
 }
 
 // TestPoolKeepsReserveCountsAsPoolStatus: stopping the count at the reserve gives the answer
-// PoolBackground gives on PoolStatus of the pool's members, on every mix of members, claimed
+// poolBackground gives on poolStatus of the pool's members, on every mix of members, claimed
 // Sandboxes, orphans, deleted and unready ones, and pool sizes.
 func TestPoolKeepsReserveCountsAsPoolStatus(t *testing.T) {
 	tpl := poolTemplate("python:3.12")
@@ -678,11 +678,11 @@ func TestPoolKeepsReserveCountsAsPoolStatus(t *testing.T) {
 				}
 				sb := member(pool, tpl, fmt.Sprintf("m-%d", i), time.Minute, opts...)
 				sandboxes = append(sandboxes, sb)
-				if PoolMember(pool, sb) {
+				if poolMember(pool, sb) {
 					members = append(members, sb)
 				}
 			}
-			want := PoolBackground(pool, PoolStatus(pool, members))
+			want := poolBackground(pool, poolStatus(pool, members))
 			if got := PoolKeepsReserve(pool, sandboxes); got != want {
 				t.Fatalf("replicas %d, mix %d: PoolKeepsReserve = %v, PoolBackground on PoolStatus = %v", replicas, mix, got, want)
 			}

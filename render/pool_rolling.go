@@ -13,12 +13,12 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
-// RollingBounds are a RollingUpdate's maxSurge and maxUnavailable resolved against the members a
+// rollingBounds are a RollingUpdate's maxSurge and maxUnavailable resolved against the members a
 // pool keeps, as a Deployment's controller resolves them (deploymentutil.ResolveFenceposts):
 // maxSurge rounds up and maxUnavailable down, and when both come to 0 (a small pool)
 // maxUnavailable is 1, on the theory that a surge may not fit a quota. They are ints, not
 // int32s: 999999999% of 2^31-1 members does not fit an int32.
-type RollingBounds struct {
+type rollingBounds struct {
 	// MaxSurge is how many members above the desired size may exist, members on their way out
 	// counted.
 	MaxSurge int
@@ -62,7 +62,7 @@ func ValidatePool(pool *extv1beta1.SandboxWarmPool) field.ErrorList {
 	}
 	rp := path.Child("rollingUpdate")
 	if s.Type != extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType {
-		errs = append(errs, field.Forbidden(rp, fmt.Sprintf("may be set only when type is RollingUpdate (type is %s)", UpdateStrategy(pool))))
+		errs = append(errs, field.Forbidden(rp, fmt.Sprintf("may be set only when type is RollingUpdate (type is %s)", updateStrategy(pool))))
 	}
 	errs = append(errs, validateBound(ru.MaxUnavailable, rp.Child("maxUnavailable"), maxUnavailablePercent, "a percentage of spec.replicas from 0% to 100%")...)
 	errs = append(errs, validateBound(ru.MaxSurge, rp.Child("maxSurge"), maxSurgePercent, "a percentage of spec.replicas of at most 9 digits")...)
@@ -106,12 +106,12 @@ func boundValue(v *intstr.IntOrString) any {
 	return v.StrVal
 }
 
-// PoolRollingBounds resolves a RollingUpdate pool's bounds against desired, the members it
+// poolRollingBounds resolves a RollingUpdate pool's bounds against desired, the members it
 // keeps (spec.replicas, at most the limit): unset bounds are 25% (a Deployment's defaults).
 // The error is ValidatePool's, for a pool the API server's CRD would have refused.
-func PoolRollingBounds(pool *extv1beta1.SandboxWarmPool, desired int) (RollingBounds, error) {
+func poolRollingBounds(pool *extv1beta1.SandboxWarmPool, desired int) (rollingBounds, error) {
 	if errs := ValidatePool(pool); len(errs) > 0 {
-		return RollingBounds{}, errs.ToAggregate()
+		return rollingBounds{}, errs.ToAggregate()
 	}
 	surge := intstr.FromString(extv1beta1.DefaultRollingUpdateMaxSurge)
 	unavailable := intstr.FromString(extv1beta1.DefaultRollingUpdateMaxUnavailable)
@@ -123,7 +123,7 @@ func PoolRollingBounds(pool *extv1beta1.SandboxWarmPool, desired int) (RollingBo
 			unavailable = *s.RollingUpdate.MaxUnavailable
 		}
 	}
-	b := RollingBounds{MaxSurge: scaledBound(surge, desired, true), MaxUnavailable: scaledBound(unavailable, desired, false)}
+	b := rollingBounds{MaxSurge: scaledBound(surge, desired, true), MaxUnavailable: scaledBound(unavailable, desired, false)}
 	if b.MaxSurge == 0 && b.MaxUnavailable == 0 {
 		b.MaxUnavailable = 1
 	}

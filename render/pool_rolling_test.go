@@ -99,22 +99,22 @@ func TestPoolRollingBounds(t *testing.T) {
 		reason                   string
 		replicas                 int32
 		maxSurge, maxUnavailable *intstr.IntOrString
-		want                     RollingBounds
+		want                     rollingBounds
 	}{
-		"pool of 1, defaults":   {reason: "25% surge rounds up to 1, 25% unavailable down to 0: it surges first", replicas: 1, want: RollingBounds{MaxSurge: 1}},
-		"pool of 3, defaults":   {reason: "still surge first", replicas: 3, want: RollingBounds{MaxSurge: 1}},
-		"pool of 4, defaults":   {reason: "a quarter each", replicas: 4, want: RollingBounds{MaxSurge: 1, MaxUnavailable: 1}},
-		"pool of 10, defaults":  {reason: "2.5 rounds up for the surge and down for the unavailable", replicas: 10, want: RollingBounds{MaxSurge: 3, MaxUnavailable: 2}},
-		"percents":              {reason: "30% of 10 and 20% of 10", replicas: 10, maxSurge: pct("30%"), maxUnavailable: pct("20%"), want: RollingBounds{MaxSurge: 3, MaxUnavailable: 2}},
-		"numbers":               {reason: "numbers as they are, above the pool's size too", replicas: 2, maxSurge: num(5), maxUnavailable: num(0), want: RollingBounds{MaxSurge: 5}},
-		"both round to 0":       {reason: "then 1 may be unavailable, as a Deployment resolves it", replicas: 5, maxSurge: pct("0%"), maxUnavailable: pct("10%"), want: RollingBounds{MaxUnavailable: 1}},
-		"pool of 0":             {reason: "both 0, so 1 unavailable", replicas: 0, want: RollingBounds{MaxUnavailable: 1}},
-		"all unavailable":       {reason: "100%", replicas: 5, maxSurge: num(0), maxUnavailable: pct("100%"), want: RollingBounds{MaxUnavailable: 5}},
-		"a surge past an int32": {reason: "the largest percent of a large pool does not overflow", replicas: 10000, maxSurge: pct("999999999%"), want: RollingBounds{MaxSurge: 99999999900, MaxUnavailable: 2500}},
+		"pool of 1, defaults":   {reason: "25% surge rounds up to 1, 25% unavailable down to 0: it surges first", replicas: 1, want: rollingBounds{MaxSurge: 1}},
+		"pool of 3, defaults":   {reason: "still surge first", replicas: 3, want: rollingBounds{MaxSurge: 1}},
+		"pool of 4, defaults":   {reason: "a quarter each", replicas: 4, want: rollingBounds{MaxSurge: 1, MaxUnavailable: 1}},
+		"pool of 10, defaults":  {reason: "2.5 rounds up for the surge and down for the unavailable", replicas: 10, want: rollingBounds{MaxSurge: 3, MaxUnavailable: 2}},
+		"percents":              {reason: "30% of 10 and 20% of 10", replicas: 10, maxSurge: pct("30%"), maxUnavailable: pct("20%"), want: rollingBounds{MaxSurge: 3, MaxUnavailable: 2}},
+		"numbers":               {reason: "numbers as they are, above the pool's size too", replicas: 2, maxSurge: num(5), maxUnavailable: num(0), want: rollingBounds{MaxSurge: 5}},
+		"both round to 0":       {reason: "then 1 may be unavailable, as a Deployment resolves it", replicas: 5, maxSurge: pct("0%"), maxUnavailable: pct("10%"), want: rollingBounds{MaxUnavailable: 1}},
+		"pool of 0":             {reason: "both 0, so 1 unavailable", replicas: 0, want: rollingBounds{MaxUnavailable: 1}},
+		"all unavailable":       {reason: "100%", replicas: 5, maxSurge: num(0), maxUnavailable: pct("100%"), want: rollingBounds{MaxUnavailable: 5}},
+		"a surge past an int32": {reason: "the largest percent of a large pool does not overflow", replicas: 10000, maxSurge: pct("999999999%"), want: rollingBounds{MaxSurge: 99999999900, MaxUnavailable: 2500}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := PoolRollingBounds(rollingPool(tc.replicas, tc.maxSurge, tc.maxUnavailable), int(tc.replicas))
+			got, err := poolRollingBounds(rollingPool(tc.replicas, tc.maxSurge, tc.maxUnavailable), int(tc.replicas))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestPoolRollingBounds(t *testing.T) {
 			}
 		})
 	}
-	if _, err := PoolRollingBounds(rollingPool(3, num(0), num(0)), 3); err == nil {
+	if _, err := poolRollingBounds(rollingPool(3, num(0), num(0)), 3); err == nil {
 		t.Error("both 0: no error")
 	}
 }

@@ -13,10 +13,10 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
-// ProgressDeadline is a pool's spec.progressDeadlineSeconds as a duration: 600 s when unset, as a
+// progressDeadline is a pool's spec.progressDeadlineSeconds as a duration: 600 s when unset, as a
 // Deployment's. The default lives here, not in the CRD, so that pools written without the field
 // are stored and converted exactly as before.
-func ProgressDeadline(pool *extv1beta1.SandboxWarmPool) time.Duration {
+func progressDeadline(pool *extv1beta1.SandboxWarmPool) time.Duration {
 	s := extv1beta1.DefaultProgressDeadlineSeconds
 	if p := pool.Spec.ProgressDeadlineSeconds; p != nil && *p > 0 {
 		s = *p
@@ -24,17 +24,17 @@ func ProgressDeadline(pool *extv1beta1.SandboxWarmPool) time.Duration {
 	return time.Duration(s) * time.Second
 }
 
-// PoolRollout is what a pool's pass decided that its rollout status is computed from, besides
+// poolRollout is what a pool's pass decided that its rollout status is computed from, besides
 // its members and the time. PlanPool fills it from its judgement of the members and, under
 // RollingUpdate, from its bounds.
-type PoolRollout struct {
+type poolRollout struct {
 	// TemplateFound says the pool's template exists (and hashes): without it no member is
 	// created, none is judged stale, and none is counted as made from the current template.
 	TemplateFound bool
 	// Desired is how many members the pass keeps the pool at: spec.replicas, at most the limit
 	// of members per pool.
 	Desired int32
-	// Stale are the members kept although made from another template (IsStale, as the pass
+	// Stale are the members kept although made from another template (isStale, as the pass
 	// judged them); OnReplenish keeps them until they are claimed.
 	Stale map[*agentsv1beta1.Sandbox]bool
 	// ReplacingStale counts the stale members the pass deletes, to be replaced.
@@ -47,16 +47,16 @@ type PoolRollout struct {
 	// Rolling are a RollingUpdate's bounds (nil under another strategy, or when they are
 	// invalid). Its rollout replaces stale members from the first pass on (MembersUpdated), its
 	// message says how, and its progress is measured as a Deployment's is, from the last
-	// progress rather than from a member's creation: see PoolRolloutStatus.
-	Rolling *RollingBounds
+	// progress rather than from a member's creation: see poolRolloutStatus.
+	Rolling *rollingBounds
 	// TemplateHash is the current template's blueprint hash (the members'
 	// sandbox-template-hash), which names a RollingUpdate's rollout in its messages as a
 	// Deployment's names its new ReplicaSet: a rollout to another template begins anew.
 	TemplateHash string
 }
 
-// PoolRolloutStatus adds the rollout status to st, upstream's status of the same members
-// (PoolStatus): updatedReplicas and updatedReadyReplicas (members made from the current
+// poolRolloutStatus adds the rollout status to st, upstream's status of the same members
+// (poolStatus): updatedReplicas and updatedReadyReplicas (members made from the current
 // template, and of those the Ready ones), and the conditions Available and Progressing, set on
 // the pool's previous conditions with meta.SetStatusCondition semantics (a transition time
 // changes only with the condition's status, and is now; every condition carries the pool's
@@ -91,8 +91,8 @@ type PoolRollout struct {
 // gets back the status it has. It also returns when the pass should come back for a progress
 // deadline still to pass (zero for none): a second after it, as a Deployment's controller does,
 // so that the deadline has passed by then.
-func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmPoolStatus, members []*agentsv1beta1.Sandbox, r PoolRollout, now time.Time) (extv1beta1.SandboxWarmPoolStatus, time.Duration) {
-	deadline := ProgressDeadline(pool)
+func poolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmPoolStatus, members []*agentsv1beta1.Sandbox, r poolRollout, now time.Time) (extv1beta1.SandboxWarmPoolStatus, time.Duration) {
+	deadline := progressDeadline(pool)
 	var stuck *agentsv1beta1.Sandbox
 	var next time.Duration
 	st.UpdatedReplicas, st.UpdatedReadyReplicas = 0, 0
@@ -146,7 +146,7 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 
-	minimum, message := Replicas(pool), fmt.Sprintf("%d of %d members Ready", st.ReadyReplicas, Replicas(pool))
+	minimum, message := replicas(pool), fmt.Sprintf("%d of %d members Ready", st.ReadyReplicas, replicas(pool))
 	if r.Rolling != nil && r.Rolling.MaxUnavailable > 0 {
 		minimum -= int32(min(r.Rolling.MaxUnavailable, int(minimum)))
 		message += fmt.Sprintf(" (at least %d wanted: maxUnavailable %d)", minimum, r.Rolling.MaxUnavailable)
@@ -165,7 +165,7 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 	switch {
 	case stale > 0 && !r.ReplacesStale:
 		counts += fmt.Sprintf("; %d %s from an older template, replaced as %s claimed (updateStrategy %s)",
-			stale, plural(stale, "member is", "members are"), plural(stale, "it is", "they are"), UpdateStrategy(pool))
+			stale, plural(stale, "member is", "members are"), plural(stale, "it is", "they are"), updateStrategy(pool))
 	case stale > 0 && r.Rolling != nil:
 		counts += fmt.Sprintf("; %d %s from an older template, replaced a few at a time (updateStrategy RollingUpdate, maxSurge %d, maxUnavailable %d)",
 			stale, plural(stale, "member is", "members are"), r.Rolling.MaxSurge, r.Rolling.MaxUnavailable)
@@ -207,9 +207,9 @@ func PoolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 }
 
 // rollingStalled reports whether a RollingUpdate's rollout that is not complete has made no
-// progress for longer than the deadline (see PoolRolloutStatus), or else how long until it will
+// progress for longer than the deadline (see poolRolloutStatus), or else how long until it will
 // have, a second after, as the member deadlines are requeued (zero when it is stalled already).
-func rollingStalled(prev *metav1.Condition, begins bool, members []*agentsv1beta1.Sandbox, r PoolRollout, deadline time.Duration, now time.Time) (bool, time.Duration) {
+func rollingStalled(prev *metav1.Condition, begins bool, members []*agentsv1beta1.Sandbox, r poolRollout, deadline time.Duration, now time.Time) (bool, time.Duration) {
 	if begins {
 		prev = nil // a rollout to another template: its count starts now
 	}

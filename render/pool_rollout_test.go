@@ -56,7 +56,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 		reason  string
 		pool    *extv1beta1.SandboxWarmPool
 		members []*agentsv1beta1.Sandbox
-		rollout PoolRollout
+		rollout poolRollout
 		want    want
 	}{
 		"filling": {
@@ -64,7 +64,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 			pool:   onReplenish,
 			members: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, "a", time.Minute, ready), member(onReplenish, tpl, "b", time.Minute)},
-			rollout: PoolRollout{TemplateFound: true, Desired: 3},
+			rollout: poolRollout{TemplateFound: true, Desired: 3},
 			want: want{Updated: 2, UpdatedReady: 1, Next: 9*time.Minute + time.Second, Conditions: []metav1.Condition{
 				available(metav1.ConditionFalse, "1", "3", nowT),
 				progressing(metav1.ConditionTrue, extv1beta1.NewMembersCreatedReason, "Waiting for new members to be created and become Ready: 2 updated, 1 updated Ready, 3 desired", nowT),
@@ -73,7 +73,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 		"Recreate deletes stale members": {
 			reason:  "the pass that deletes stale members to replace them says MembersUpdated",
 			pool:    recreate,
-			rollout: PoolRollout{TemplateFound: true, Desired: 3, ReplacingStale: 3, ReplacesStale: true},
+			rollout: poolRollout{TemplateFound: true, Desired: 3, ReplacingStale: 3, ReplacesStale: true},
 			want: want{Conditions: []metav1.Condition{
 				available(metav1.ConditionFalse, "0", "3", nowT),
 				progressing(metav1.ConditionTrue, extv1beta1.MembersUpdatedReason, "Replacing members made from an older template: 0 updated, 0 updated Ready, 3 desired", nowT),
@@ -86,7 +86,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 				progressing(metav1.ConditionTrue, extv1beta1.MembersUpdatedReason, "Replacing members made from an older template: 0 updated, 0 updated Ready, 3 desired", earlier)),
 			members: []*agentsv1beta1.Sandbox{
 				member(recreate, tpl, "a", time.Minute, ready), member(recreate, tpl, "b", time.Second)},
-			rollout: PoolRollout{TemplateFound: true, Desired: 3, ReplacesStale: true},
+			rollout: poolRollout{TemplateFound: true, Desired: 3, ReplacesStale: true},
 			want: want{Updated: 2, UpdatedReady: 1, Next: 10 * time.Minute, Conditions: []metav1.Condition{
 				available(metav1.ConditionFalse, "1", "3", earlier),
 				progressing(metav1.ConditionTrue, extv1beta1.MembersUpdatedReason, "Replacing members made from an older template: 2 updated, 1 updated Ready, 3 desired", earlier),
@@ -99,7 +99,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 				progressing(metav1.ConditionTrue, extv1beta1.MembersUpdatedReason, "Replacing members made from an older template: 3 updated, 2 updated Ready, 3 desired", earlier)),
 			members: []*agentsv1beta1.Sandbox{
 				member(recreate, tpl, "a", time.Minute, ready), member(recreate, tpl, "b", time.Minute, ready), member(recreate, tpl, "c", time.Minute, ready)},
-			rollout: PoolRollout{TemplateFound: true, Desired: 3, ReplacesStale: true},
+			rollout: poolRollout{TemplateFound: true, Desired: 3, ReplacesStale: true},
 			want: want{Updated: 3, UpdatedReady: 3, Conditions: []metav1.Condition{
 				available(metav1.ConditionTrue, "3", "3", nowT),
 				progressing(metav1.ConditionFalse, extv1beta1.RolloutCompleteReason, "Every member wanted exists and is Ready: 3 updated, 3 updated Ready, 3 desired", nowT),
@@ -112,7 +112,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 				a, b := member(onReplenish, old, "a", time.Hour, ready), member(onReplenish, old, "b", time.Hour, ready)
 				return []*agentsv1beta1.Sandbox{a, b, member(onReplenish, tpl, "c", time.Minute, ready)}
 			}(),
-			rollout: PoolRollout{TemplateFound: true, Desired: 3},
+			rollout: poolRollout{TemplateFound: true, Desired: 3},
 			want: want{Updated: 1, UpdatedReady: 1, Conditions: []metav1.Condition{
 				available(metav1.ConditionTrue, "3", "3", nowT),
 				progressing(metav1.ConditionFalse, extv1beta1.RolloutCompleteReason, "Every member wanted exists and is Ready: 1 updated, 1 updated Ready, 3 desired; 2 members are from an older template, replaced as they are claimed (updateStrategy OnReplenish)", nowT),
@@ -123,7 +123,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 			pool:   onReplenish,
 			members: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, "a", time.Minute, ready), member(onReplenish, tpl, "b", time.Minute, ready), member(onReplenish, tpl, "c", 600*time.Second)},
-			rollout: PoolRollout{TemplateFound: true, Desired: 3},
+			rollout: poolRollout{TemplateFound: true, Desired: 3},
 			want: want{Updated: 3, UpdatedReady: 2, Next: time.Second, Conditions: []metav1.Condition{
 				available(metav1.ConditionFalse, "2", "3", nowT),
 				progressing(metav1.ConditionTrue, extv1beta1.NewMembersCreatedReason, "Waiting for new members to be created and become Ready: 3 updated, 2 updated Ready, 3 desired", nowT),
@@ -136,7 +136,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 				progressing(metav1.ConditionTrue, extv1beta1.NewMembersCreatedReason, "Waiting for new members to be created and become Ready: 3 updated, 2 updated Ready, 3 desired", earlier)),
 			members: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, "a", time.Minute, ready), member(onReplenish, tpl, "b", time.Minute, ready), member(onReplenish, tpl, "c", 601*time.Second)},
-			rollout: PoolRollout{TemplateFound: true, Desired: 3},
+			rollout: poolRollout{TemplateFound: true, Desired: 3},
 			want: want{Updated: 3, UpdatedReady: 2, Conditions: []metav1.Condition{
 				available(metav1.ConditionFalse, "2", "3", earlier),
 				progressing(metav1.ConditionFalse, extv1beta1.ProgressDeadlineExceededReason, `Sandbox "c", made from the current template, is not Ready after progressDeadlineSeconds (600): 3 updated, 2 updated Ready, 3 desired`, nowT),
@@ -147,7 +147,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 			pool:   withDeadline(onReplenish, 30),
 			members: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, "z", 2*time.Minute), member(onReplenish, tpl, "y", 2*time.Minute), member(onReplenish, tpl, "a", time.Minute)},
-			rollout: PoolRollout{TemplateFound: true, Desired: 3},
+			rollout: poolRollout{TemplateFound: true, Desired: 3},
 			want: want{Updated: 3, Conditions: []metav1.Condition{
 				available(metav1.ConditionFalse, "0", "3", nowT),
 				progressing(metav1.ConditionFalse, extv1beta1.ProgressDeadlineExceededReason, `Sandbox "y", made from the current template, is not Ready after progressDeadlineSeconds (30): 3 updated, 0 updated Ready, 3 desired`, nowT),
@@ -159,7 +159,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 			members: func() []*agentsv1beta1.Sandbox {
 				return []*agentsv1beta1.Sandbox{member(onReplenish, old, "a", time.Hour), member(onReplenish, tpl, "b", time.Second)}
 			}(),
-			rollout: PoolRollout{TemplateFound: true, Desired: 3},
+			rollout: poolRollout{TemplateFound: true, Desired: 3},
 			want: want{Updated: 1, Next: 30 * time.Second, Conditions: []metav1.Condition{
 				available(metav1.ConditionFalse, "0", "3", nowT),
 				progressing(metav1.ConditionTrue, extv1beta1.NewMembersCreatedReason, "Waiting for new members to be created and become Ready: 1 updated, 0 updated Ready, 3 desired; 1 member is from an older template, replaced as it is claimed (updateStrategy OnReplenish)", nowT),
@@ -171,7 +171,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 				available(metav1.ConditionFalse, "0", "3", earlier),
 				progressing(metav1.ConditionFalse, extv1beta1.ProgressDeadlineExceededReason, "x", earlier)),
 			members: []*agentsv1beta1.Sandbox{member(onReplenish, tpl, "a", time.Hour, ready)},
-			rollout: PoolRollout{TemplateFound: true, Desired: 3},
+			rollout: poolRollout{TemplateFound: true, Desired: 3},
 			want: want{Updated: 1, UpdatedReady: 1, Conditions: []metav1.Condition{
 				available(metav1.ConditionFalse, "1", "3", earlier),
 				progressing(metav1.ConditionTrue, extv1beta1.NewMembersCreatedReason, "Waiting for new members to be created and become Ready: 1 updated, 1 updated Ready, 3 desired", nowT),
@@ -182,7 +182,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 			pool:   onReplenish,
 			members: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, "a", time.Hour, ready), member(onReplenish, tpl, "b", time.Hour)},
-			rollout: PoolRollout{Desired: 3},
+			rollout: poolRollout{Desired: 3},
 			want: want{Conditions: []metav1.Condition{
 				available(metav1.ConditionFalse, "1", "3", nowT),
 				progressing(metav1.ConditionFalse, extv1beta1.PoolTemplateNotFoundReason, `SandboxTemplate "python" not found: no member is created or replaced; 1 of 3 members Ready`, nowT),
@@ -191,7 +191,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 		"empty pool of none": {
 			reason:  "a pool of 0 replicas is available and complete",
 			pool:    testPool(0, ""),
-			rollout: PoolRollout{TemplateFound: true},
+			rollout: poolRollout{TemplateFound: true},
 			want: want{Conditions: []metav1.Condition{
 				available(metav1.ConditionTrue, "0", "0", nowT),
 				progressing(metav1.ConditionFalse, extv1beta1.RolloutCompleteReason, "Every member wanted exists and is Ready: 0 updated, 0 updated Ready, 0 desired", nowT),
@@ -202,7 +202,7 @@ func TestPoolRolloutStatus(t *testing.T) {
 			pool:   withStatus(onReplenish, cond("Other", metav1.ConditionTrue, "Mine", "m", earlier)),
 			members: []*agentsv1beta1.Sandbox{
 				member(onReplenish, tpl, "a", time.Minute, ready), member(onReplenish, tpl, "b", time.Minute, ready), member(onReplenish, tpl, "c", time.Minute, ready)},
-			rollout: PoolRollout{TemplateFound: true, Desired: 3},
+			rollout: poolRollout{TemplateFound: true, Desired: 3},
 			want: want{Updated: 3, UpdatedReady: 3, Conditions: []metav1.Condition{
 				cond("Other", metav1.ConditionTrue, "Mine", "m", earlier),
 				available(metav1.ConditionTrue, "3", "3", nowT),
@@ -215,13 +215,13 @@ func TestPoolRolloutStatus(t *testing.T) {
 			stale := map[*agentsv1beta1.Sandbox]bool{}
 			h, _ := TemplateHashes(tpl)
 			for _, m := range tc.members {
-				if tc.rollout.TemplateFound && IsStale(m, tpl, h, Options{}) {
+				if tc.rollout.TemplateFound && isStale(m, tpl, h, Options{}) {
 					stale[m] = true
 				}
 			}
 			tc.rollout.Stale = stale
 			before := tc.pool.DeepCopy()
-			st, next := PoolRolloutStatus(tc.pool, PoolStatus(tc.pool, tc.members), tc.members, tc.rollout, planNow)
+			st, next := poolRolloutStatus(tc.pool, poolStatus(tc.pool, tc.members), tc.members, tc.rollout, planNow)
 			got := want{Updated: st.UpdatedReplicas, UpdatedReady: st.UpdatedReadyReplicas, Conditions: st.Conditions, Next: next}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
@@ -321,15 +321,15 @@ func TestPoolAvailableUnderRollingUpdate(t *testing.T) {
 	tpl := poolTemplate("python:3.12")
 	cases := map[string]struct {
 		strategy extv1beta1.SandboxWarmPoolUpdateStrategyType
-		rolling  *RollingBounds
+		rolling  *rollingBounds
 		ready    int
 		status   metav1.ConditionStatus
 		message  string
 	}{
-		"RollingUpdate at its floor":    {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &RollingBounds{MaxSurge: 2, MaxUnavailable: 1}, 4, metav1.ConditionTrue, "4 of 5 members Ready (at least 4 wanted: maxUnavailable 1)"},
-		"RollingUpdate below it":        {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &RollingBounds{MaxSurge: 2, MaxUnavailable: 1}, 3, metav1.ConditionFalse, "3 of 5 members Ready (at least 4 wanted: maxUnavailable 1)"},
-		"RollingUpdate, none may go":    {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &RollingBounds{MaxSurge: 1}, 4, metav1.ConditionFalse, "4 of 5 members Ready"},
-		"maxUnavailable above replicas": {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &RollingBounds{MaxUnavailable: 9}, 0, metav1.ConditionTrue, "0 of 5 members Ready (at least 0 wanted: maxUnavailable 9)"},
+		"RollingUpdate at its floor":    {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &rollingBounds{MaxSurge: 2, MaxUnavailable: 1}, 4, metav1.ConditionTrue, "4 of 5 members Ready (at least 4 wanted: maxUnavailable 1)"},
+		"RollingUpdate below it":        {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &rollingBounds{MaxSurge: 2, MaxUnavailable: 1}, 3, metav1.ConditionFalse, "3 of 5 members Ready (at least 4 wanted: maxUnavailable 1)"},
+		"RollingUpdate, none may go":    {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &rollingBounds{MaxSurge: 1}, 4, metav1.ConditionFalse, "4 of 5 members Ready"},
+		"maxUnavailable above replicas": {extv1beta1.RollingUpdateSandboxWarmPoolUpdateStrategyType, &rollingBounds{MaxUnavailable: 9}, 0, metav1.ConditionTrue, "0 of 5 members Ready (at least 0 wanted: maxUnavailable 9)"},
 		"OnReplenish wants every one":   {"", nil, 4, metav1.ConditionFalse, "4 of 5 members Ready"},
 	}
 	for name, tc := range cases {
@@ -344,7 +344,7 @@ func TestPoolAvailableUnderRollingUpdate(t *testing.T) {
 				}
 			}
 			st := extv1beta1.SandboxWarmPoolStatus{Replicas: 5, ReadyReplicas: int32(tc.ready)}
-			got, _ := PoolRolloutStatus(pool, st, members, PoolRollout{TemplateFound: true, Desired: 5, Rolling: tc.rolling}, planNow)
+			got, _ := poolRolloutStatus(pool, st, members, poolRollout{TemplateFound: true, Desired: 5, Rolling: tc.rolling}, planNow)
 			c := meta.FindStatusCondition(got.Conditions, extv1beta1.SandboxWarmPoolAvailable)
 			if diff := cmp.Diff([]string{string(tc.status), tc.message}, []string{string(c.Status), c.Message}); diff != "" {
 				t.Errorf("Available (-want +got):\n%s", diff)

@@ -111,7 +111,7 @@ func RenderEach(in *Input, opts Options, emit func(Child)) error {
 	var over *extv1beta1.SandboxWarmPool
 	limit := opts.maxPoolMembers()
 	for _, p := range sortedByName(in.Pools) {
-		if n := Replicas(p); n <= opts.maxPoolReplicas() {
+		if n := replicas(p); n <= opts.maxPoolReplicas() {
 			members += int64(n)
 			if members > limit && over == nil {
 				over = p
@@ -120,7 +120,7 @@ func RenderEach(in *Input, opts Options, emit func(Child)) error {
 	}
 	if over != nil {
 		return &InvalidError{Kind: extv1beta1.SandboxWarmPoolKind, Namespace: over.Namespace, Name: over.Name,
-			Errs: field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), Replicas(over), fmt.Sprintf(
+			Errs: field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), replicas(over), fmt.Sprintf(
 				"the SandboxWarmPools of this input ask for %d members in all, more than the limit of %d per render; render them in parts, or raise the limit (SandboxRender spec.maxPoolMembers)", members, limit))}}
 	}
 	for _, p := range sortedByName(in.Pools) {
@@ -149,7 +149,7 @@ func (r *renderer) invalid(kind string, obj metav1.Object, errs ...*field.Error)
 }
 
 func (r *renderer) template(t *extv1beta1.SandboxTemplate) {
-	if errs := ValidateTemplate(t, r.opts); len(errs) > 0 {
+	if errs := validateTemplate(t, r.opts); len(errs) > 0 {
 		r.invalid(extv1beta1.SandboxTemplateKind, t, errs...)
 		return
 	}
@@ -164,7 +164,7 @@ func (r *renderer) template(t *extv1beta1.SandboxTemplate) {
 func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.SandboxTemplate) {
 	// The limit is checked first: nothing is allocated for a pool of 2^31-1 members.
 	var errs field.ErrorList
-	if n, limit := Replicas(p), r.opts.maxPoolReplicas(); n > limit {
+	if n, limit := replicas(p), r.opts.maxPoolReplicas(); n > limit {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "replicas"), n,
 			fmt.Sprintf("more than %d members in one pool; split the pool, or raise the limit (SandboxRender spec.maxPoolReplicas)", limit)))
 	}
@@ -184,7 +184,7 @@ func (r *renderer) pool(p *extv1beta1.SandboxWarmPool, templates []*extv1beta1.S
 	}
 	names, ok := r.opts.PoolMemberNames[p.Namespace+"/"+p.Name]
 	if !ok {
-		names = PoolMemberNames(p.Namespace, p.Name, int(Replicas(p)), nil)
+		names = PoolMemberNames(p.Namespace, p.Name, int(replicas(p)), nil)
 	}
 	for _, name := range names {
 		sb := PoolSandbox(p, t, name, hashes, r.opts)
@@ -268,7 +268,7 @@ func (r *renderer) children(sb *agentsv1beta1.Sandbox, ctrl sandboxMaker, made *
 		return
 	} else if expired {
 		c.Pod = nil
-		c.ServiceMode = ServiceKeep
+		c.ServiceMode = serviceKeep
 	}
 	parent := describe(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name)
 	hash := NameHash(sb.Name)

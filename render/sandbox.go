@@ -21,20 +21,20 @@ import (
 type ServiceMode int
 
 const (
-	// ServiceKeep (spec.service unset) never creates a Service but keeps, and fixes the labels
+	// serviceKeep (spec.service unset) never creates a Service but keeps, and fixes the labels
 	// and selector of, one the Sandbox already owns. Its ports are left alone.
-	ServiceKeep ServiceMode = iota
-	// ServiceApply (spec.service: true) creates the Service and keeps it exactly as rendered.
-	ServiceApply
-	// ServiceDelete (spec.service: false) deletes a Service the Sandbox owns.
-	ServiceDelete
+	serviceKeep ServiceMode = iota
+	// serviceApply (spec.service: true) creates the Service and keeps it exactly as rendered.
+	serviceApply
+	// serviceDelete (spec.service: false) deletes a Service the Sandbox owns.
+	serviceDelete
 )
 
 // SandboxChildren is everything one Sandbox implies.
 type SandboxChildren struct {
 	// Pod is the desired Pod, or nil when the Sandbox is suspended. Upstream never updates the
 	// spec of an existing Pod (issues #581, #612): a controller creates Pod as rendered and
-	// afterwards only syncs its metadata (see SyncPodMetadata).
+	// afterwards only syncs its metadata (see syncPodMetadata).
 	Pod *corev1.Pod
 	// PVCs are created once and never updated or deleted by the controller; they outlive
 	// suspension and Retain expiry and go with the Sandbox.
@@ -57,7 +57,7 @@ func (c *SandboxChildren) Objects() []Object {
 	for _, p := range c.PVCs {
 		out = append(out, p)
 	}
-	if c.ServiceMode == ServiceApply {
+	if c.ServiceMode == serviceApply {
 		out = append(out, c.Service)
 	}
 	if c.NetworkPolicy != nil {
@@ -161,11 +161,11 @@ func standaloneNetworkPolicy(sb *agentsv1beta1.Sandbox, hash string, opts Option
 func serviceMode(b *bool) ServiceMode {
 	switch {
 	case b == nil:
-		return ServiceKeep
+		return serviceKeep
 	case *b:
-		return ServiceApply
+		return serviceApply
 	default:
-		return ServiceDelete
+		return serviceDelete
 	}
 }
 
@@ -216,7 +216,7 @@ func podMetadata(sb *agentsv1beta1.Sandbox, ctrl sandboxMaker) (labels, annotati
 		labels[k] = v
 	}
 	if v := sb.Labels[agentsv1beta1.CreatedByLabel]; v != "" {
-		labels[agentsv1beta1.CreatedByLabel] = NormalizeCreatedBy(v)
+		labels[agentsv1beta1.CreatedByLabel] = normalizeCreatedBy(v)
 	}
 	for k, v := range sb.Spec.PodTemplate.ObjectMeta.Annotations {
 		if isSystemAnnotation(k) {
@@ -304,17 +304,17 @@ func sandboxService(sb *agentsv1beta1.Sandbox, hash string) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  map[string]string{agentsv1beta1.SandboxNameHashLabel: hash},
-			Ports:     ServicePorts(&sb.Spec.PodTemplate.Spec),
+			Ports:     servicePorts(&sb.Spec.PodTemplate.Spec),
 		},
 	}
 }
 
-// ServicePorts derives the headless Service's ports from the pod spec as upstream does: ports of
+// servicePorts derives the headless Service's ports from the pod spec as upstream does: ports of
 // the regular containers, then of native sidecars (init containers with restartPolicy Always);
 // port 0 skipped; protocol defaulting to TCP; one port per (port, protocol), sorted by port then
 // protocol; the first explicit name seen for a key wins unless another key already took that
 // name; unnamed ports are called p-<port>-<protocol>, with -2, -3, ... on a clash.
-func ServicePorts(spec *corev1.PodSpec) []corev1.ServicePort {
+func servicePorts(spec *corev1.PodSpec) []corev1.ServicePort {
 	type key struct {
 		port     int32
 		protocol corev1.Protocol

@@ -17,21 +17,21 @@ const (
 	// NotExpired: reconcile normally.
 	NotExpired ExpiryStep = "NotExpired"
 	// MarkExpired: the first expired pass only writes Ready=False/SandboxExpired (see
-	// MarkExpiredStatus) and comes back at once.
+	// markExpiredStatus) and comes back at once.
 	MarkExpired ExpiryStep = "MarkExpired"
-	// CleanUp: the Sandbox was marked; delete the owned Pod and Service, then either delete the
-	// Sandbox (shutdownPolicy Delete) or keep it with a stripped status (RetainExpiredStatus).
-	CleanUp ExpiryStep = "CleanUp"
+	// cleanUp: the Sandbox was marked; delete the owned Pod and Service, then either delete the
+	// Sandbox (shutdownPolicy Delete) or keep it with a stripped status (retainExpiredStatus).
+	cleanUp ExpiryStep = "CleanUp"
 )
 
 // ExpiryDecision is what a controller does in this pass about an object's lifecycle: a
 // Sandbox's shutdownTime (Expiry) or a claim's (ClaimExpiry).
 type ExpiryDecision struct {
 	Step ExpiryStep `json:"step"`
-	// DeleteSandbox is set on CleanUp when the Sandbox goes: a Sandbox's shutdownPolicy Delete,
+	// DeleteSandbox is set on cleanUp when the Sandbox goes: a Sandbox's shutdownPolicy Delete,
 	// or a claim's Retain, under which the claim stays.
 	DeleteSandbox bool `json:"deleteSandbox,omitempty"`
-	// DeleteClaim is set on a claim's CleanUp under Delete or DeleteForeground: the claim goes,
+	// DeleteClaim is set on a claim's cleanUp under Delete or DeleteForeground: the claim goes,
 	// with this propagation.
 	DeleteClaim metav1.DeletionPropagation `json:"deleteClaim,omitempty"`
 	// RequeueAfter is when to look again: at expiry while not expired (a Sandbox's not sooner
@@ -39,8 +39,8 @@ type ExpiryDecision struct {
 	RequeueAfter metav1.Duration `json:"requeueAfter,omitzero"`
 }
 
-// Expiry decides, given the time, what upstream's expiry check does with sb.
-func Expiry(sb *agentsv1beta1.Sandbox, now time.Time) ExpiryDecision {
+// expiry decides, given the time, what upstream's expiry check does with sb.
+func expiry(sb *agentsv1beta1.Sandbox, now time.Time) ExpiryDecision {
 	if sb.Spec.ShutdownTime == nil {
 		return ExpiryDecision{Step: NotExpired}
 	}
@@ -51,7 +51,7 @@ func Expiry(sb *agentsv1beta1.Sandbox, now time.Time) ExpiryDecision {
 		return ExpiryDecision{Step: MarkExpired, RequeueAfter: metav1.Duration{Duration: time.Millisecond}}
 	}
 	p := sb.Spec.ShutdownPolicy
-	return ExpiryDecision{Step: CleanUp, DeleteSandbox: p != nil && *p == agentsv1beta1.ShutdownPolicyDelete}
+	return ExpiryDecision{Step: cleanUp, DeleteSandbox: p != nil && *p == agentsv1beta1.ShutdownPolicyDelete}
 }
 
 func markedExpired(sb *agentsv1beta1.Sandbox) bool {
@@ -59,18 +59,18 @@ func markedExpired(sb *agentsv1beta1.Sandbox) bool {
 	return c != nil && c.Reason == agentsv1beta1.ReasonSandboxExpired
 }
 
-// MarkExpiredStatus is the status of the first expired pass: everything kept, Ready set to
+// markExpiredStatus is the status of the first expired pass: everything kept, Ready set to
 // SandboxExpired, PodScheduled dropped (the Pod is about to go), Finished kept.
-func MarkExpiredStatus(sb *agentsv1beta1.Sandbox, now metav1.Time) agentsv1beta1.SandboxStatus {
+func markExpiredStatus(sb *agentsv1beta1.Sandbox, now metav1.Time) agentsv1beta1.SandboxStatus {
 	st := *sb.Status.DeepCopy()
 	markExpired(&st, sb.Generation, now)
 	return st
 }
 
-// RetainExpiredStatus is the status of a Retain-expired Sandbox once its Pod and Service are
+// retainExpiredStatus is the status of a Retain-expired Sandbox once its Pod and Service are
 // deleted: only the conditions survive (the Service fields, selector, podIPs and nodeName go), and
 // Ready is SandboxExpired.
-func RetainExpiredStatus(sb *agentsv1beta1.Sandbox, now metav1.Time) agentsv1beta1.SandboxStatus {
+func retainExpiredStatus(sb *agentsv1beta1.Sandbox, now metav1.Time) agentsv1beta1.SandboxStatus {
 	st := agentsv1beta1.SandboxStatus{Conditions: sb.Status.DeepCopy().Conditions}
 	setExpiredReady(&st, sb.Generation, now)
 	return st
@@ -96,93 +96,93 @@ func setExpiredReady(st *agentsv1beta1.SandboxStatus, generation int64, now meta
 type ChildAction string
 
 const (
-	// ActionNone leaves the object as it is.
-	ActionNone ChildAction = "None"
+	// actionNone leaves the object as it is.
+	actionNone ChildAction = "None"
 	// ActionCreate creates the rendered object.
 	ActionCreate ChildAction = "Create"
-	// ActionUpdate brings an owned object to the rendered state (for a Pod: metadata only).
-	ActionUpdate ChildAction = "Update"
+	// actionUpdate brings an owned object to the rendered state (for a Pod: metadata only).
+	actionUpdate ChildAction = "Update"
 	// ActionAdopt sets the controller reference on an unowned object, then updates it.
 	ActionAdopt ChildAction = "Adopt"
 	// ActionDelete deletes an owned object.
 	ActionDelete ChildAction = "Delete"
 )
 
-// PodAction decides what happens to the Sandbox's Pod given the Pod observed under its name (nil
+// podAction decides what happens to the Sandbox's Pod given the Pod observed under its name (nil
 // if none). Running: create a missing Pod, sync an owned one, adopt an unowned one that carries
 // the adoptable or name-hash label, refuse anything else with upstream's error. Suspended: delete
 // an owned Pod that is not already terminating; never touch a Pod that is not ours.
-func PodAction(sb *agentsv1beta1.Sandbox, pod metav1.Object) (ChildAction, error) {
+func podAction(sb *agentsv1beta1.Sandbox, pod metav1.Object) (ChildAction, error) {
 	suspended := sb.Spec.OperatingMode == agentsv1beta1.SandboxOperatingModeSuspended
 	if pod == nil {
 		if suspended {
-			return ActionNone, nil
+			return actionNone, nil
 		}
 		return ActionCreate, nil
 	}
-	own := OwnershipOf(pod, sb)
+	own := ownershipOf(pod, sb)
 	if suspended {
-		if own == OwnedBySandbox && pod.GetDeletionTimestamp() == nil {
+		if own == ownedBySandbox && pod.GetDeletionTimestamp() == nil {
 			return ActionDelete, nil
 		}
-		return ActionNone, nil
+		return actionNone, nil
 	}
 	return existingChildAction("pod", pod, sb, own)
 }
 
-// PVCAction decides what happens to one PVC of the Sandbox: create it when missing, never
+// pvcAction decides what happens to one PVC of the Sandbox: create it when missing, never
 // update an owned one, adopt an unowned one under the adoption rules, refuse a foreign one.
-func PVCAction(sb *agentsv1beta1.Sandbox, pvc metav1.Object) (ChildAction, error) {
+func pvcAction(sb *agentsv1beta1.Sandbox, pvc metav1.Object) (ChildAction, error) {
 	if pvc == nil {
 		return ActionCreate, nil
 	}
-	own := OwnershipOf(pvc, sb)
-	if own == OwnedBySandbox {
-		return ActionNone, nil
+	own := ownershipOf(pvc, sb)
+	if own == ownedBySandbox {
+		return actionNone, nil
 	}
 	return existingChildAction("PVC", pvc, sb, own)
 }
 
-// ServiceAction decides what happens to the Sandbox's headless Service (§2.6 of the upstream
+// serviceAction decides what happens to the Sandbox's headless Service (§2.6 of the upstream
 // spec): true creates, fixes and adopts; unset keeps an owned Service and ignores an unowned one;
 // false deletes an owned one. An unowned Service is only adopted when headless.
-func ServiceAction(sb *agentsv1beta1.Sandbox, svc metav1.Object, clusterIP string) (ChildAction, error) {
+func serviceAction(sb *agentsv1beta1.Sandbox, svc metav1.Object, clusterIP string) (ChildAction, error) {
 	mode := serviceMode(sb.Spec.Service)
 	if svc == nil {
-		if mode == ServiceApply {
+		if mode == serviceApply {
 			return ActionCreate, nil
 		}
-		return ActionNone, nil
+		return actionNone, nil
 	}
-	own := OwnershipOf(svc, sb)
+	own := ownershipOf(svc, sb)
 	switch {
-	case mode == ServiceDelete && own == OwnedBySandbox:
+	case mode == serviceDelete && own == ownedBySandbox:
 		return ActionDelete, nil
-	case mode == ServiceDelete:
-		return ActionNone, nil
-	case own == OwnedBySandbox:
-		return ActionUpdate, nil
-	case own == Unowned && mode == ServiceKeep:
-		return ActionNone, nil
+	case mode == serviceDelete:
+		return actionNone, nil
+	case own == ownedBySandbox:
+		return actionUpdate, nil
+	case own == unowned && mode == serviceKeep:
+		return actionNone, nil
 	}
 	action, err := existingChildAction("service", svc, sb, own)
 	if err == nil && action == ActionAdopt && clusterIP != "None" && clusterIP != "" {
-		return ActionNone, fmt.Errorf("cannot adopt service %q: ClusterIP is %q (expected %q, field is immutable)", svc.GetName(), clusterIP, "None")
+		return actionNone, fmt.Errorf("cannot adopt service %q: ClusterIP is %q (expected %q, field is immutable)", svc.GetName(), clusterIP, "None")
 	}
 	return action, err
 }
 
-func existingChildAction(what string, obj metav1.Object, sb *agentsv1beta1.Sandbox, own Ownership) (ChildAction, error) {
+func existingChildAction(what string, obj metav1.Object, sb *agentsv1beta1.Sandbox, own ownership) (ChildAction, error) {
 	switch own {
-	case OwnedBySandbox:
-		return ActionUpdate, nil
-	case OwnedByOther:
+	case ownedBySandbox:
+		return actionUpdate, nil
+	case ownedByOther:
 		ref := metav1.GetControllerOfNoCopy(obj)
-		return ActionNone, fmt.Errorf("%s %q is owned by %s/%s (UID: %s), not by sandbox %q",
+		return actionNone, fmt.Errorf("%s %q is owned by %s/%s (UID: %s), not by sandbox %q",
 			what, obj.GetName(), ref.Kind, ref.Name, ref.UID, sb.Name)
 	}
-	if !CanAdopt(obj, sb) {
-		return ActionNone, fmt.Errorf("cannot adopt unowned %s %q: missing required pool authorization label (%q) or sandbox tracking label (%q)",
+	if !canAdopt(obj, sb) {
+		return actionNone, fmt.Errorf("cannot adopt unowned %s %q: missing required pool authorization label (%q) or sandbox tracking label (%q)",
 			what, obj.GetName(), agentsv1beta1.SandboxAdoptableLabel, agentsv1beta1.SandboxNameHashLabel)
 	}
 	return ActionAdopt, nil

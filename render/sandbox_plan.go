@@ -72,15 +72,15 @@ type SandboxPlan struct {
 // from, with the children this plan creates taken out), and the pass's Sandbox, time and
 // options.
 type refusedPass struct {
-	before SandboxStatusInputs
+	before sandboxStatusInputs
 	sb     *agentsv1beta1.Sandbox
 	now    metav1.Time
 	opts   Options
 }
 
-// SandboxSettle is how soon a Sandbox pass whose writes the watch has not brought back comes
+// sandboxSettle is how soon a Sandbox pass whose writes the watch has not brought back comes
 // back anyway (SettleAfterWrites).
-const SandboxSettle = time.Second
+const sandboxSettle = time.Second
 
 // Refused is the rest of a pass in which the API server refused one of the plan's writes
 // (admission, a quota, an invalid child): as upstream reports any error of a pass, Ready is
@@ -98,7 +98,7 @@ func (p *SandboxPlan) Refused(err error) *Plan[agentsv1beta1.SandboxStatus] {
 		return nil // Ready already reports the ambiguity, upstream's first error
 	}
 	in.Err = errors.Join(in.Err, err)
-	st := ActiveStatus(r.sb, in, r.now, r.opts)
+	st := activeStatus(r.sb, in, r.now, r.opts)
 	out := &Plan[agentsv1beta1.SandboxStatus]{}
 	setSandboxStatus(out, r.sb, &st)
 	return out
@@ -110,14 +110,14 @@ func (p *SandboxPlan) Refused(err error) *Plan[agentsv1beta1.SandboxStatus] {
 // this pass reports "Pod exists with phase: ", as upstream's does). The status of a normal start
 // is held (sandboxStatusHold); upstream's pod-name annotation, when asked for, comes after it.
 func PlanSandbox(sb *agentsv1beta1.Sandbox, found SandboxFound, now metav1.Time, opts Options) *SandboxPlan {
-	plan := &SandboxPlan{Expiry: Expiry(sb, now.Time)}
+	plan := &SandboxPlan{Expiry: expiry(sb, now.Time)}
 	plan.requeue(plan.Expiry.RequeueAfter.Duration)
-	plan.SettleAfterWrites.Duration = SandboxSettle
+	plan.SettleAfterWrites.Duration = sandboxSettle
 	switch plan.Expiry.Step {
 	case MarkExpired:
-		st := MarkExpiredStatus(sb, now)
+		st := markExpiredStatus(sb, now)
 		setSandboxStatus(&plan.Plan, sb, &st)
-	case CleanUp:
+	case cleanUp:
 		plan.cleanUp(sb, found, now)
 	default:
 		plan.reconcile(sb, found, now, opts)
@@ -134,12 +134,12 @@ func (p *SandboxPlan) reconcile(sb *agentsv1beta1.Sandbox, found SandboxFound, n
 	plan := p
 	children, err := Sandbox(sb, opts)
 	if err != nil {
-		st := ActiveStatus(sb, SandboxStatusInputs{Err: err}, now, opts)
+		st := activeStatus(sb, sandboxStatusInputs{Err: err}, now, opts)
 		setSandboxStatus(&plan.Plan, sb, &st)
 		return
 	}
 	plan.Children = children
-	var in SandboxStatusInputs
+	var in sandboxStatusInputs
 	var errs []error
 	errs = plan.pvcSteps(sb, found, errs)
 	pod, podErr := resolvePod(sb, found.Pods)
@@ -183,17 +183,17 @@ func sandboxBackground(sb *agentsv1beta1.Sandbox, next *agentsv1beta1.SandboxSta
 // not deleted again: that would change nothing and cost a write and an event every pass until it
 // is gone), then the Sandbox itself under shutdownPolicy Delete, else its stripped status.
 func (p *SandboxPlan) cleanUp(sb *agentsv1beta1.Sandbox, found SandboxFound, now metav1.Time) {
-	if pod, _ := resolvePod(sb, found.Pods); pod != nil && OwnershipOf(pod, sb) == OwnedBySandbox && pod.DeletionTimestamp == nil {
+	if pod, _ := resolvePod(sb, found.Pods); pod != nil && ownershipOf(pod, sb) == ownedBySandbox && pod.DeletionTimestamp == nil {
 		p.Steps = append(p.Steps, deleteStep("Pod", pod, appliedEvent(ActionDelete, "Pod", pod.Name)))
 	}
-	if svc := found.Service; svc != nil && OwnershipOf(svc, sb) == OwnedBySandbox && svc.DeletionTimestamp == nil {
+	if svc := found.Service; svc != nil && ownershipOf(svc, sb) == ownedBySandbox && svc.DeletionTimestamp == nil {
 		p.Steps = append(p.Steps, deleteStep("Service", svc, appliedEvent(ActionDelete, "Service", svc.Name)))
 	}
 	if p.Expiry.DeleteSandbox {
 		p.Steps = append(p.Steps, deleteStep(agentsv1beta1.SandboxKind, sb, appliedEvent(ActionDelete, agentsv1beta1.SandboxKind, sb.Name)))
 		return
 	}
-	st := RetainExpiredStatus(sb, now)
+	st := retainExpiredStatus(sb, now)
 	setSandboxStatus(&p.Plan, sb, &st)
 }
 
@@ -207,7 +207,7 @@ func (p *SandboxPlan) pvcSteps(sb *agentsv1beta1.Sandbox, found SandboxFound, er
 				got = pvc
 			}
 		}
-		action, err := PVCAction(sb, got)
+		action, err := pvcAction(sb, got)
 		if err != nil {
 			return append(errs, err)
 		}
@@ -221,7 +221,7 @@ func (p *SandboxPlan) pvcSteps(sb *agentsv1beta1.Sandbox, found SandboxFound, er
 			// stay invisible to it: every later pass would try to create it again.
 			hash := map[string]string{agentsv1beta1.SandboxNameHashLabel: want.Labels[agentsv1beta1.SandboxNameHashLabel]}
 			p.Steps = append(p.Steps, Step{Action: action, Kind: "PersistentVolumeClaim", Name: want.Name,
-				Intent: &Intent{Object: metadataIntent(want, hash, nil), Scope: []string{ScopeLabels, ScopeOwnerReferences}},
+				Intent: &Intent{Object: metadataIntent(want, hash, nil), Scope: []string{scopeLabels, scopeOwnerReferences}},
 				Event:  appliedEvent(action, "PersistentVolumeClaim", want.Name)})
 		}
 	}
@@ -231,7 +231,7 @@ func (p *SandboxPlan) pvcSteps(sb *agentsv1beta1.Sandbox, found SandboxFound, er
 // podStep creates the Pod, keeps an existing one's metadata in sync (only the metadata: upstream
 // #581, #612), adopts an unowned one, or deletes a suspended Sandbox's; in records the Pod as the
 // status will see it.
-func (p *SandboxPlan) podStep(sb *agentsv1beta1.Sandbox, found SandboxFound, pod *corev1.Pod, podErr error, in *SandboxStatusInputs, errs []error) []error {
+func (p *SandboxPlan) podStep(sb *agentsv1beta1.Sandbox, found SandboxFound, pod *corev1.Pod, podErr error, in *sandboxStatusInputs, errs []error) []error {
 	switch {
 	case podErr != nil:
 		in.MultiplePods = true
@@ -244,7 +244,7 @@ func (p *SandboxPlan) podStep(sb *agentsv1beta1.Sandbox, found SandboxFound, pod
 	if pod != nil {
 		got = pod
 	}
-	action, err := PodAction(sb, got)
+	action, err := podAction(sb, got)
 	switch {
 	case err != nil:
 		return append(errs, err)
@@ -253,19 +253,19 @@ func (p *SandboxPlan) podStep(sb *agentsv1beta1.Sandbox, found SandboxFound, pod
 		p.Steps = append(p.Steps, createStep("Pod", want, appliedEvent(action, "Pod", want.Name)))
 		in.Pod = want
 		return errs
-	case action == ActionNone && pod == nil:
+	case action == actionNone && pod == nil:
 		return errs
-	case action == ActionUpdate && podMetadataInSync(pod, sb):
-		action = ActionNone
+	case action == actionUpdate && podMetadataInSync(pod, sb):
+		action = actionNone
 	}
 	switch action {
-	case ActionUpdate, ActionAdopt:
+	case actionUpdate, ActionAdopt:
 		// p.Children.Pod is set: only a running Sandbox's Pod is updated or adopted.
 		want := p.Children.Pod
 		intent := metadataIntent(want, want.Labels, want.Annotations)
 		intent.SetName(pod.Name)
 		p.Steps = append(p.Steps, Step{Action: action, Kind: "Pod", Name: pod.Name,
-			Intent: &Intent{Object: intent, Scope: []string{ScopeLabels, ScopeAnnotations, ScopeOwnerReferences}},
+			Intent: &Intent{Object: intent, Scope: []string{scopeLabels, scopeAnnotations, scopeOwnerReferences}},
 			Event:  appliedEvent(action, "Pod", pod.Name)})
 	case ActionDelete:
 		p.Steps = append(p.Steps, deleteStep("Pod", pod, appliedEvent(action, "Pod", pod.Name)))
@@ -279,14 +279,14 @@ func (p *SandboxPlan) podStep(sb *agentsv1beta1.Sandbox, found SandboxFound, pod
 
 // serviceStep creates, fixes, adopts or deletes the Sandbox's headless Service as its
 // spec.service says; in records the Service as the status will see it.
-func (p *SandboxPlan) serviceStep(sb *agentsv1beta1.Sandbox, found SandboxFound, in *SandboxStatusInputs, errs []error) []error {
+func (p *SandboxPlan) serviceStep(sb *agentsv1beta1.Sandbox, found SandboxFound, in *sandboxStatusInputs, errs []error) []error {
 	var got metav1.Object
 	clusterIP := ""
 	if found.Service != nil {
 		got = found.Service
 		clusterIP = found.Service.Spec.ClusterIP
 	}
-	action, err := ServiceAction(sb, got, clusterIP)
+	action, err := serviceAction(sb, got, clusterIP)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -295,10 +295,10 @@ func (p *SandboxPlan) serviceStep(sb *agentsv1beta1.Sandbox, found SandboxFound,
 	case ActionCreate:
 		p.Steps = append(p.Steps, createStep("Service", children.Service, appliedEvent(action, "Service", children.Service.Name)))
 		in.Service = children.Service
-	case ActionUpdate, ActionAdopt:
+	case actionUpdate, ActionAdopt:
 		if action == ActionAdopt || !serviceInSync(found.Service, children.Service, children.ServiceMode) {
 			intent := serviceIntent(children)
-			intent.Drifted = action == ActionUpdate && len(intent.Scope) == 0
+			intent.Drifted = action == actionUpdate && len(intent.Scope) == 0
 			p.Steps = append(p.Steps, Step{Action: action, Kind: "Service", Name: found.Service.Name, Intent: intent,
 				Event: appliedEvent(action, "Service", found.Service.Name)})
 		}
@@ -312,8 +312,8 @@ func (p *SandboxPlan) serviceStep(sb *agentsv1beta1.Sandbox, found SandboxFound,
 // active is the status of a running (or suspended) Sandbox's pass, whether it is written now or
 // held through a normal start, and upstream's pod-name annotation after it. A pass whose steps
 // write leaves the status to the pass their watch events bring.
-func (p *SandboxPlan) active(sb *agentsv1beta1.Sandbox, in SandboxStatusInputs, pod *corev1.Pod, now metav1.Time, opts Options) {
-	st := ActiveStatus(sb, in, now, opts)
+func (p *SandboxPlan) active(sb *agentsv1beta1.Sandbox, in sandboxStatusInputs, pod *corev1.Pod, now metav1.Time, opts Options) {
+	st := activeStatus(sb, in, now, opts)
 	setSandboxStatus(&p.Plan, sb, &st)
 	p.Pod = in.Pod
 	if hold := sandboxStatusHold(sb, in.Pod, &st, now.Time); hold > 0 && p.WriteStatus {
@@ -336,7 +336,7 @@ func (p *SandboxPlan) active(sb *agentsv1beta1.Sandbox, in SandboxStatusInputs, 
 func (p *SandboxPlan) upstreamAnnotations(sb *agentsv1beta1.Sandbox, found SandboxFound, opts Options) {
 	seen := *sb // the Sandbox as far as this controller knows, with the annotations it applied
 	seen.Annotations = overlay(sb.Annotations, found.Annotations)
-	if ann := SandboxUpstreamAnnotations(&seen, found, opts.Upstream); ann != nil {
+	if ann := sandboxUpstreamAnnotations(&seen, found, opts.Upstream); ann != nil {
 		p.After = append(p.After, annotationsStep(agentsv1beta1.GroupVersion.WithKind(agentsv1beta1.SandboxKind), sb.Namespace, sb.Name, ann))
 	}
 }
@@ -365,7 +365,7 @@ func resolvePod(sb *agentsv1beta1.Sandbox, pods []*corev1.Pod) (*corev1.Pod, err
 	hash := NameHash(sb.Name)
 	var mine []*corev1.Pod
 	for _, p := range pods {
-		if p.Labels[agentsv1beta1.SandboxNameHashLabel] == hash && OwnershipOf(p, sb) == OwnedBySandbox {
+		if p.Labels[agentsv1beta1.SandboxNameHashLabel] == hash && ownershipOf(p, sb) == ownedBySandbox {
 			mine = append(mine, p)
 		}
 	}
@@ -412,7 +412,7 @@ func PodToReadByName(sb *agentsv1beta1.Sandbox, found SandboxFound) (string, boo
 
 type multiplePodsError int
 
-func (n multiplePodsError) Error() string { return MultiplePodsMessage(int(n)) }
+func (n multiplePodsError) Error() string { return multiplePodsMessage(int(n)) }
 
 // adopted is the observed Pod as it will be once the controller has set its controller reference.
 func adopted(pod *corev1.Pod, sb *agentsv1beta1.Sandbox) *corev1.Pod {
@@ -421,10 +421,10 @@ func adopted(pod *corev1.Pod, sb *agentsv1beta1.Sandbox) *corev1.Pod {
 	return p
 }
 
-// podMetadataInSync reports whether an owned Pod already carries the metadata SyncPodMetadata
+// podMetadataInSync reports whether an owned Pod already carries the metadata syncPodMetadata
 // would give it, so the controller writes nothing.
 func podMetadataInSync(pod *corev1.Pod, sb *agentsv1beta1.Sandbox) bool {
-	labels, annotations := SyncPodMetadata(pod, sb)
+	labels, annotations := syncPodMetadata(pod, sb)
 	return maps.Equal(labels, pod.Labels) && maps.Equal(annotations, pod.Annotations)
 }
 
@@ -437,20 +437,20 @@ func serviceInSync(have, want *corev1.Service, mode ServiceMode) bool {
 	if !maps.Equal(have.Spec.Selector, want.Spec.Selector) {
 		return false
 	}
-	return mode != ServiceApply || equality.Semantic.DeepEqual(have.Spec.Ports, want.Spec.Ports)
+	return mode != serviceApply || equality.Semantic.DeepEqual(have.Spec.Ports, want.Spec.Ports)
 }
 
 // serviceIntent is what is applied to an existing Service: the whole rendered Service when
 // spec.service is true; when it is unset only what upstream fixes on a Service it keeps (the
 // name-hash label and the selector; the ports are left alone).
 func serviceIntent(c *SandboxChildren) *Intent {
-	if c.ServiceMode == ServiceApply {
+	if c.ServiceMode == serviceApply {
 		return &Intent{Object: c.Service}
 	}
 	want := metadataIntent(c.Service, map[string]string{agentsv1beta1.SandboxNameHashLabel: c.Service.Labels[agentsv1beta1.SandboxNameHashLabel]}, nil)
 	svc := want.(*corev1.Service)
 	svc.Spec.Selector = maps.Clone(c.Service.Spec.Selector)
-	return &Intent{Object: svc, Scope: []string{ScopeLabels, ScopeOwnerReferences, ScopeSelector}}
+	return &Intent{Object: svc, Scope: []string{scopeLabels, scopeOwnerReferences, scopeSelector}}
 }
 
 // metadataIntent is an object of o's kind with o's identity and owner references, and the given
@@ -479,7 +479,7 @@ func metadataIntent(o Object, labels, annotations map[string]string) Object {
 // the Sandbox owns when the pack is off, and never touch someone else's.
 func networkPolicyStep(sb *agentsv1beta1.Sandbox, want, have *networkingv1.NetworkPolicy) (*Step, error) {
 	if want == nil {
-		if have != nil && OwnershipOf(have, sb) == OwnedBySandbox {
+		if have != nil && ownershipOf(have, sb) == ownedBySandbox {
 			s := deleteStep("NetworkPolicy", have, appliedEvent(ActionDelete, "NetworkPolicy", have.Name))
 			return &s, nil
 		}
@@ -489,14 +489,14 @@ func networkPolicyStep(sb *agentsv1beta1.Sandbox, want, have *networkingv1.Netwo
 		s := createStep("NetworkPolicy", want, appliedEvent(ActionCreate, "NetworkPolicy", want.Name))
 		return &s, nil
 	}
-	action, err := existingChildAction("NetworkPolicy", have, sb, OwnershipOf(have, sb))
+	action, err := existingChildAction("NetworkPolicy", have, sb, ownershipOf(have, sb))
 	if err != nil {
 		return nil, err
 	}
-	if action == ActionUpdate && networkPolicyInSync(have, want) {
+	if action == actionUpdate && networkPolicyInSync(have, want) {
 		return nil, nil
 	}
-	return &Step{Action: action, Kind: "NetworkPolicy", Name: want.Name, Intent: &Intent{Object: want, Drifted: action == ActionUpdate},
+	return &Step{Action: action, Kind: "NetworkPolicy", Name: want.Name, Intent: &Intent{Object: want, Drifted: action == actionUpdate},
 		Event: appliedEvent(action, "NetworkPolicy", want.Name)}, nil
 }
 

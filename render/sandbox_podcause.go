@@ -23,7 +23,7 @@ var stuckWaitingReasons = map[string]bool{
 	"RunContainerError":          true,
 }
 
-// stuckCausePrefixes start every cause PodStuckCause names, so that a claim can tell from its
+// stuckCausePrefixes start every cause podStuckCause names, so that a claim can tell from its
 // Sandbox's Ready message alone that the Sandbox reports one (sandboxReportsStuck).
 var stuckCausePrefixes = []string{"Pod is unschedulable: ", "container \"", "init container \""}
 
@@ -34,14 +34,14 @@ const maxCauseMessage = 256
 // maxCauses is how many causes one message names; more are counted.
 const maxCauses = 3
 
-// PodStuckCause says why a Pod that is not Ready will not become Ready by itself, "" when nothing
+// podStuckCause says why a Pod that is not Ready will not become Ready by itself, "" when nothing
 // in its status says so: the scheduler finds no node for it (an unbound PersistentVolumeClaim is
 // one of the scheduler's reasons), or a container or init container waits with one of the
 // kubelet's reasons that do not clear without someone acting (stuckWaitingReasons), each named
 // with the kubelet's reason and message (a crashing container with its last exit code instead,
 // which stays the same from one restart to the next, where the back-off message does not).
 // Upstream's Ready message says only the Pod's phase; issue 32 asked for the cause beside it.
-func PodStuckCause(pod *corev1.Pod) string {
+func podStuckCause(pod *corev1.Pod) string {
 	if pod == nil {
 		return ""
 	}
@@ -93,7 +93,7 @@ func clip(s string) string {
 	return s[:cut] + "…"
 }
 
-// sandboxReportsStuck reports whether a Sandbox's Ready condition names a cause PodStuckCause
+// sandboxReportsStuck reports whether a Sandbox's Ready condition names a cause podStuckCause
 // found: a claim writes such a status at once rather than hold it as a normal start.
 func sandboxReportsStuck(message string) bool {
 	for _, p := range stuckCausePrefixes {
@@ -104,7 +104,7 @@ func sandboxReportsStuck(message string) bool {
 	return false
 }
 
-// observedStuckStatuses keeps, of a Pod's container statuses, only those PodStuckCause reads (a
+// observedStuckStatuses keeps, of a Pod's container statuses, only those podStuckCause reads (a
 // container waiting for a reason in stuckWaitingReasons), and of those only the fields it reads,
 // so that a cached Pod of a running Sandbox keeps nothing of them.
 func observedStuckStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {

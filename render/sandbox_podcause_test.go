@@ -69,10 +69,10 @@ func TestPodStuckCause(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pod := &corev1.Pod{Status: tc.status}
-			if diff := cmp.Diff(tc.want, PodStuckCause(pod)); diff != "" {
+			if diff := cmp.Diff(tc.want, podStuckCause(pod)); diff != "" {
 				t.Errorf("PodStuckCause (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.want, PodStuckCause(ObservedPod(pod))); diff != "" {
+			if diff := cmp.Diff(tc.want, podStuckCause(ObservedPod(pod))); diff != "" {
 				t.Errorf("PodStuckCause of the observed part differs (-whole +part):\n%s", diff)
 			}
 			if tc.want != "" && !sandboxReportsStuck("Pod exists with phase: Pending; "+tc.want) {
@@ -89,7 +89,7 @@ func TestPodStuckCause(t *testing.T) {
 // bytes of the condition, cut on a rune boundary.
 func TestPodStuckCauseClipsLongMessages(t *testing.T) {
 	long := strings.Repeat("é", maxCauseMessage) // two bytes each
-	got := PodStuckCause(&corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("agent", "ErrImagePull", long)}}})
+	got := podStuckCause(&corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("agent", "ErrImagePull", long)}}})
 	prefix := `container "agent": ErrImagePull: `
 	if body := strings.TrimPrefix(got, prefix); len(body) > maxCauseMessage+len("…") || !strings.HasSuffix(body, "…") || !strings.HasPrefix(body, "éé") {
 		t.Errorf("the message is not clipped to %d bytes on a rune boundary: %d bytes, %q…", maxCauseMessage, len(body), got[:40])
@@ -106,11 +106,11 @@ func TestStuckSandboxStatusIsNotHeld(t *testing.T) {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "127.0.0.1:1/missing:v1"}}}}}}}
 	pod := fullPod(t, sb, created.Add(time.Second))
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}
-	if hold := sandboxStatusHold(sb, pod, ptrStatus(ActiveStatus(sb, SandboxStatusInputs{Pod: pod}, now, Options{})), now.Time); hold == 0 {
+	if hold := sandboxStatusHold(sb, pod, ptrStatus(activeStatus(sb, sandboxStatusInputs{Pod: pod}, now, Options{})), now.Time); hold == 0 {
 		t.Fatal("a normal start within the window is not held; the test proves nothing")
 	}
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{waiting("agent", "ImagePullBackOff", `Back-off pulling image "127.0.0.1:1/missing:v1"`)}
-	st := ActiveStatus(sb, SandboxStatusInputs{Pod: pod}, now, Options{})
+	st := activeStatus(sb, sandboxStatusInputs{Pod: pod}, now, Options{})
 	if hold := sandboxStatusHold(sb, pod, &st, now.Time); hold != 0 {
 		t.Errorf("a stuck Pod's status is held for %v", hold)
 	}
@@ -194,7 +194,7 @@ func TestClaimReadyDeadline(t *testing.T) {
 			if got.Reason == extv1beta1.ProgressDeadlineExceededReason && got.Message != exceeded {
 				t.Errorf("message (-want +got):\n%s", cmp.Diff(exceeded, got.Message))
 			}
-			at, ok := ClaimReadyDeadlineAt(tc.claim, tc.sandbox, deadline)
+			at, ok := claimReadyDeadlineAt(tc.claim, tc.sandbox, deadline)
 			if ok != !tc.wantAt.IsZero() || !at.Equal(tc.wantAt) {
 				t.Errorf("ClaimReadyDeadlineAt = %v, %v; want %v", at, ok, tc.wantAt)
 			}

@@ -6,13 +6,13 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 )
 
-// SyncPodMetadata computes the labels and annotations an existing Pod should carry, given what it
+// syncPodMetadata computes the labels and annotations an existing Pod should carry, given what it
 // carries now. Upstream never touches an existing Pod's spec but keeps its metadata live: template
 // labels and annotations are set, the ones the template dropped are deleted (the Pod's bookkeeping
 // annotations say which keys came from the template), system keys smuggled in through earlier
 // templates are scrubbed, and the name-hash, extension and created-by labels are forced. Labels
 // and annotations that other writers put on the Pod are kept.
-func SyncPodMetadata(pod *corev1.Pod, sb *agentsv1beta1.Sandbox) (labels, annotations map[string]string) {
+func syncPodMetadata(pod *corev1.Pod, sb *agentsv1beta1.Sandbox) (labels, annotations map[string]string) {
 	wantLabels, wantAnnotations := PodMetadata(sb)
 
 	labels = make(map[string]string, len(pod.Labels)+len(wantLabels))

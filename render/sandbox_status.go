@@ -12,10 +12,10 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 )
 
-// SandboxStatusInputs are what a Sandbox's status is computed from: its Pod and Service as they
+// sandboxStatusInputs are what a Sandbox's status is computed from: its Pod and Service as they
 // will be after the pass's writes, and the pass's error. Status is a pure function of them, the
 // Sandbox and the time.
-type SandboxStatusInputs struct {
+type sandboxStatusInputs struct {
 	// Pod is the Pod found for the Sandbox after this pass's writes (owned or not), nil if none.
 	Pod *corev1.Pod
 	// PodUnknown is true when looking the Pod up failed, so a nil Pod proves nothing.
@@ -28,20 +28,20 @@ type SandboxStatusInputs struct {
 	MultiplePods bool
 }
 
-// MultiplePodsMessage is upstream's error when more than one Pod claims to be a Sandbox's.
-func MultiplePodsMessage(n int) string {
+// multiplePodsMessage is upstream's error when more than one Pod claims to be a Sandbox's.
+func multiplePodsMessage(n int) string {
 	return "multiple Pods (" + strconv.Itoa(n) + ") are controlled by this Sandbox; refusing to choose or create a Pod"
 }
 
-// ActiveStatus is the status upstream writes after a normal (not yet expiring) pass: the previous
+// activeStatus is the status upstream writes after a normal (not yet expiring) pass: the previous
 // status with podIPs, nodeName, selector and the Service fields brought up to date, and the
 // conditions set in upstream's order (Suspended, Finished, PodScheduled, Ready) with
 // meta.SetStatusCondition, so their order in the list is insertion order, as upstream's is. If
 // the Sandbox has expired by now, the pass ends by marking it expired, as upstream's does.
-func ActiveStatus(sb *agentsv1beta1.Sandbox, obs SandboxStatusInputs, now metav1.Time, opts Options) agentsv1beta1.SandboxStatus {
+func activeStatus(sb *agentsv1beta1.Sandbox, obs sandboxStatusInputs, now metav1.Time, opts Options) agentsv1beta1.SandboxStatus {
 	st := *sb.Status.DeepCopy()
 	hash := NameHash(sb.Name)
-	owned := obs.Pod != nil && OwnershipOf(obs.Pod, sb) == OwnedBySandbox
+	owned := obs.Pod != nil && ownershipOf(obs.Pod, sb) == ownedBySandbox
 
 	if obs.Pod == nil {
 		st.PodIPs, st.NodeName = nil, ""
@@ -99,7 +99,7 @@ func podIPs(pod *corev1.Pod) []string {
 	return ips
 }
 
-func suspendedCondition(sb *agentsv1beta1.Sandbox, obs SandboxStatusInputs, owned bool) metav1.Condition {
+func suspendedCondition(sb *agentsv1beta1.Sandbox, obs sandboxStatusInputs, owned bool) metav1.Condition {
 	c := metav1.Condition{
 		Type:    agentsv1beta1.ConditionSuspended,
 		Status:  metav1.ConditionFalse,
@@ -128,7 +128,7 @@ func suspendedCondition(sb *agentsv1beta1.Sandbox, obs SandboxStatusInputs, owne
 	return c
 }
 
-func finishedCondition(obs SandboxStatusInputs, owned bool) *metav1.Condition {
+func finishedCondition(obs sandboxStatusInputs, owned bool) *metav1.Condition {
 	if !owned {
 		return nil
 	}
@@ -143,7 +143,7 @@ func finishedCondition(obs SandboxStatusInputs, owned bool) *metav1.Condition {
 	return nil
 }
 
-func podScheduledCondition(obs SandboxStatusInputs, owned bool) *metav1.Condition {
+func podScheduledCondition(obs sandboxStatusInputs, owned bool) *metav1.Condition {
 	c := &metav1.Condition{Type: agentsv1beta1.ConditionPodScheduled}
 	if obs.Pod == nil && obs.PodUnknown {
 		c.Status = metav1.ConditionUnknown
@@ -176,7 +176,7 @@ func podScheduledCondition(obs SandboxStatusInputs, owned bool) *metav1.Conditio
 	return c
 }
 
-func readyCondition(sb *agentsv1beta1.Sandbox, obs SandboxStatusInputs) metav1.Condition {
+func readyCondition(sb *agentsv1beta1.Sandbox, obs sandboxStatusInputs) metav1.Condition {
 	c := metav1.Condition{
 		Type:   agentsv1beta1.ConditionReady,
 		Status: metav1.ConditionFalse,
@@ -235,7 +235,7 @@ func readyCondition(sb *agentsv1beta1.Sandbox, obs SandboxStatusInputs) metav1.C
 		}
 	}
 	if !podReady {
-		if cause := PodStuckCause(pod); cause != "" {
+		if cause := podStuckCause(pod); cause != "" {
 			message += "; " + cause
 		}
 	}
@@ -282,18 +282,18 @@ func sandboxStatusChanged(prev, next *agentsv1beta1.SandboxStatus) bool {
 	return true
 }
 
-// StartupWindow is how long after a Sandbox (or its current Pod) is created a controller may
+// startupWindow is how long after a Sandbox (or its current Pod) is created a controller may
 // hold back the status of a normal start. See sandboxStatusHold.
-const StartupWindow = 30 * time.Second
+const startupWindow = 30 * time.Second
 
 // sandboxStatusHold is how long a controller holds back writing next, zero meaning at once. A starting
 // Sandbox passes through states nobody acts on ("Pod exists with phase: Pending", scheduled,
 // running but not ready, the Service not yet seen) within a second or two; upstream writes each
 // of them, and on a busy API server those writes are most of a Sandbox's cost. So while a start
-// is within StartupWindow of its Sandbox's or Pod's creation and going normally (Ready=False with
+// is within startupWindow of its Sandbox's or Pod's creation and going normally (Ready=False with
 // DependenciesNotReady, not unschedulable), its status waits, and the first status written is
 // usually Ready=True. Anything else (Ready, errors, suspension, finished Pods, expiry,
-// unschedulable Pods, a Pod PodStuckCause finds stuck, and any start that takes longer) is
+// unschedulable Pods, a Pod podStuckCause finds stuck, and any start that takes longer) is
 // written at once. So is the fall of a
 // Sandbox whose stored status says Ready: its Pod was deleted or failed, the agent's process and
 // memory went with it, and whoever uses the Sandbox must see that before the replacement Pod is
@@ -306,14 +306,14 @@ func sandboxStatusHold(sb *agentsv1beta1.Sandbox, pod *corev1.Pod, next *agentsv
 	if meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
 		return 0
 	}
-	if meta.IsStatusConditionFalse(next.Conditions, agentsv1beta1.ConditionPodScheduled) || PodStuckCause(pod) != "" {
+	if meta.IsStatusConditionFalse(next.Conditions, agentsv1beta1.ConditionPodScheduled) || podStuckCause(pod) != "" {
 		return 0
 	}
 	start := sb.CreationTimestamp.Time
 	if pod != nil && pod.CreationTimestamp.After(start) {
 		start = pod.CreationTimestamp.Time
 	}
-	if hold := start.Add(StartupWindow).Sub(now); hold > 0 {
+	if hold := start.Add(startupWindow).Sub(now); hold > 0 {
 		return hold
 	}
 	return 0

@@ -51,7 +51,7 @@ func TestServicePorts(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, ServicePorts(&tc.spec)); diff != "" {
+			if diff := cmp.Diff(tc.want, servicePorts(&tc.spec)); diff != "" {
 				t.Errorf("%s: ServicePorts (-want +got):\n%s", tc.reason, diff)
 			}
 		})
@@ -101,7 +101,7 @@ func TestSyncPodMetadata(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			labels, annotations := SyncPodMetadata(tc.pod, tc.sandbox)
+			labels, annotations := syncPodMetadata(tc.pod, tc.sandbox)
 			if diff := cmp.Diff(tc.wantLabels, labels); diff != "" {
 				t.Errorf("%s: labels (-want +got):\n%s", tc.reason, diff)
 			}

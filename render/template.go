@@ -65,10 +65,10 @@ func usesSecureDefaultPolicy(t *extv1beta1.SandboxTemplate) bool {
 	return (m == "" || m == extv1beta1.NetworkPolicyManagementManaged) && t.Spec.NetworkPolicy == nil
 }
 
-// ValidateTemplate checks a template the way ValidateSandbox checks a Sandbox (the children of
+// validateTemplate checks a template the way ValidateSandbox checks a Sandbox (the children of
 // every Sandbox made from it must be creatable) and applies the policy packs to a copy of its
 // pod spec, so a violation is reported once, on the template, rather than on every claim.
-func ValidateTemplate(t *extv1beta1.SandboxTemplate, opts Options) field.ErrorList {
+func validateTemplate(t *extv1beta1.SandboxTemplate, opts Options) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	if len(t.Spec.PodTemplate.Spec.Containers) == 0 {
@@ -77,7 +77,7 @@ func ValidateTemplate(t *extv1beta1.SandboxTemplate, opts Options) field.ErrorLi
 	errs = append(errs, ValidatePodTemplate(&t.Spec.PodTemplate, t.Spec.VolumeClaimTemplates, spec.Child("podTemplate"))...)
 	errs = append(errs, validateVolumeClaimTemplateNames(t.Spec.VolumeClaimTemplates, spec.Child("volumeClaimTemplates"))...)
 	if t.Spec.NetworkPolicyManagement != extv1beta1.NetworkPolicyManagementUnmanaged {
-		errs = append(errs, ValidateNetworkPolicyRules(t.Spec.NetworkPolicy, spec.Child("networkPolicy"))...)
+		errs = append(errs, validateNetworkPolicyRules(t.Spec.NetworkPolicy, spec.Child("networkPolicy"))...)
 		// An invalid template name is reported on the template itself; a valid one may still be
 		// too long once the suffix is added.
 		np := NetworkPolicyName(t.Name)
@@ -132,8 +132,8 @@ func PlanTemplate(t *extv1beta1.SandboxTemplate, found TemplateFound, opts Optio
 	case have == nil:
 		plan.Steps = append(plan.Steps, createStep(kind, want, appliedEvent(ActionCreate, kind, want.Name)))
 	case owned && !equality.Semantic.DeepEqual(have.Spec, want.Spec):
-		plan.Steps = append(plan.Steps, Step{Action: ActionUpdate, Kind: kind, Name: want.Name,
-			Intent: &Intent{Object: want, Drifted: true}, Event: appliedEvent(ActionUpdate, kind, want.Name)})
+		plan.Steps = append(plan.Steps, Step{Action: actionUpdate, Kind: kind, Name: want.Name,
+			Intent: &Intent{Object: want, Drifted: true}, Event: appliedEvent(actionUpdate, kind, want.Name)})
 	case owned:
 	case metav1.GetControllerOfNoCopy(have) == nil &&
 		have.Spec.PodSelector.MatchLabels[agentsv1beta1.SandboxTemplateRefHashLabel] == NameHash(t.Name):

@@ -30,11 +30,11 @@ type UpstreamAnnotations struct {
 	ClaimTiming bool
 }
 
-// SandboxUpstreamAnnotations are the annotations upstream's controller keeps on a Sandbox that are
+// sandboxUpstreamAnnotations are the annotations upstream's controller keeps on a Sandbox that are
 // missing from it: agents.x-k8s.io/pod-name, the name of its Pod, once the Pod is observed. A
 // value already there is never overwritten, as upstream never overwrites it. nil when nothing is
 // to be written.
-func SandboxUpstreamAnnotations(sb *agentsv1beta1.Sandbox, found SandboxFound, u UpstreamAnnotations) map[string]string {
+func sandboxUpstreamAnnotations(sb *agentsv1beta1.Sandbox, found SandboxFound, u UpstreamAnnotations) map[string]string {
 	if !u.Enabled || sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
 		return nil
 	}
@@ -46,7 +46,7 @@ func SandboxUpstreamAnnotations(sb *agentsv1beta1.Sandbox, found SandboxFound, u
 	return nil
 }
 
-// ClaimUpstreamAnnotations are the annotations upstream's controller writes into a claim, with
+// claimUpstreamAnnotations are the annotations upstream's controller writes into a claim, with
 // the values it writes, that the claim lacks or holds with another value; nil when nothing is
 // to be written. sb is the claim's Sandbox (nil before it has one), next the status this pass
 // writes, now the time of the pass:
@@ -56,7 +56,7 @@ func SandboxUpstreamAnnotations(sb *agentsv1beta1.Sandbox, found SandboxFound, u
 //     written (upstream often writes "unknown" there from a stale cache; we do not).
 //
 // The result holds every annotation of the set, so one apply carries them all.
-func ClaimUpstreamAnnotations(claim *extv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, next *extv1beta1.SandboxClaimStatus, now time.Time, u UpstreamAnnotations) map[string]string {
+func claimUpstreamAnnotations(claim *extv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, next *extv1beta1.SandboxClaimStatus, now time.Time, u UpstreamAnnotations) map[string]string {
 	if !u.Enabled {
 		return nil
 	}
@@ -96,7 +96,7 @@ func annotationsStep(gvk schema.GroupVersionKind, namespace, name string, annota
 	u.SetNamespace(namespace)
 	u.SetName(name)
 	u.SetAnnotations(annotations)
-	return Step{Action: ActionUpdate, Kind: gvk.Kind, Name: name, Intent: &Intent{Object: u}, Manager: ManagerUpstreamAnnotations}
+	return Step{Action: actionUpdate, Kind: gvk.Kind, Name: name, Intent: &Intent{Object: u}, Manager: ManagerUpstreamAnnotations}
 }
 
 // overlay is have with applied laid over it: what an object holds as far as a controller that

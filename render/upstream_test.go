@@ -50,7 +50,7 @@ func TestClaimUpstreamAnnotations(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := ClaimUpstreamAnnotations(tc.claim, tc.sb, tc.next, now, tc.u)
+			got := claimUpstreamAnnotations(tc.claim, tc.sb, tc.next, now, tc.u)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -81,7 +81,7 @@ func TestSandboxUpstreamAnnotations(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, SandboxUpstreamAnnotations(tc.sb, tc.obs, tc.u)); diff != "" {
+			if diff := cmp.Diff(tc.want, sandboxUpstreamAnnotations(tc.sb, tc.obs, tc.u)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -268,13 +268,13 @@ func validateProtocol(proto corev1.Protocol, p *field.Path) field.ErrorList {
 	return field.ErrorList{field.NotSupported(p, proto, protocols)}
 }
 
-// ValidateNetworkPolicyRules checks a template's custom NetworkPolicy rules as k8s.io/kubernetes
+// validateNetworkPolicyRules checks a template's custom NetworkPolicy rules as k8s.io/kubernetes
 // pkg/apis/networking/validation does (ValidateNetworkPolicyPort, ValidateNetworkPolicyPeer,
 // ValidateIPBlock): a port is a number in 1-65535 or an IANA_SVC_NAME, endPort only with a
 // numeric port and not below it, protocol TCP, UDP or SCTP; a peer is an ipBlock or selectors,
 // not both and not neither; an ipBlock's cidr is a valid CIDR and each except entry a valid CIDR
 // strictly inside it; selectors are valid label selectors.
-func ValidateNetworkPolicyRules(np *extv1beta1.NetworkPolicySpec, path *field.Path) field.ErrorList {
+func validateNetworkPolicyRules(np *extv1beta1.NetworkPolicySpec, path *field.Path) field.ErrorList {
 	if np == nil {
 		return nil
 	}
