@@ -12,8 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
-	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
@@ -407,19 +405,4 @@ func (x *executor) writeStatus(ctx context.Context, obj, updated client.Object, 
 // process has seen (see expectations.firstReady).
 func (x *executor) firstReady(obj client.Object, wasReady, ready bool) bool {
 	return !wasReady && ready && x.expect.firstReady(keyOf(kindOf(obj), obj.GetNamespace(), obj.GetName()), obj.GetUID())
-}
-
-// kindOf is the kind of one of the objects the reconcilers plan.
-func kindOf(obj client.Object) string {
-	switch obj.(type) {
-	case *agentsv1beta1.Sandbox:
-		return agentsv1beta1.SandboxKind
-	case *extv1beta1.SandboxClaim:
-		return extv1beta1.SandboxClaimKind
-	case *extv1beta1.SandboxWarmPool:
-		return extv1beta1.SandboxWarmPoolKind
-	case *extv1beta1.SandboxTemplate:
-		return extv1beta1.SandboxTemplateKind
-	}
-	return fmt.Sprintf("%T", obj)
 }
