@@ -320,11 +320,12 @@ func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	out, err := bundle.Expand(in.objs, cfg.Options())
+	x, err := bundle.ExpandEntries(in.objs, cfg.Options(), false)
 	if err != nil {
 		return nil, nil, nil, in.findings(err, stderr)
 	}
-	fmt.Fprint(stderr, in.warnings(cfg))
+	out := x.Objects(in.objs)
+	fmt.Fprint(stderr, in.warnings(x.Warnings))
 	if *cfg.Spec.KeepSources && !cfg.Spec.KeepSourceVersions {
 		if out, err = in.convertSources(out); err != nil {
 			return nil, nil, nil, in.findings(err, stderr)
@@ -567,10 +568,9 @@ func (in *inputs) findings(err error, stderr io.Writer) error {
 	return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("the input cannot be rendered: %d problem(s)", len(results))}
 }
 
-// warnings are the render's warnings (bundle.Warnings), one line each, placed and worded as
+// warnings are the render's warnings (bundle.Expansion's), one line each, placed and worded as
 // findings are, with the severity warning. They do not change the exit code.
-func (in *inputs) warnings(cfg *renderconfig.SandboxRender) string {
-	ws := bundle.Warnings(in.objs, cfg.Options())
+func (in *inputs) warnings(ws []bundle.Warning) string {
 	return krm.Format(krm.WarningResults(ws, in.objs, in.locator()))
 }
 
