@@ -48,7 +48,7 @@ type previewCase struct {
 	ns   string
 	// config is the case's functionConfig, when it has one: the cluster gets its copy in the
 	// case's namespace, as the function writes it, and the controller renders from that.
-	config *renderconfig.SandboxRender
+	config *renderconfig.Config
 }
 
 // previewPartial are the golden render cases of which the cluster cannot show a part, with what

@@ -149,7 +149,7 @@ func process(fc *kyaml.RNode, listed []source, results *framework.Results, encod
 // input is what one run of the function works on: its config, and every item (the listed ones,
 // then the functionConfig's spec.resources) as its source and as its object.
 type input struct {
-	cfg *renderconfig.SandboxRender
+	cfg *renderconfig.Config
 	// opts are cfg's render options, computed once for the expansion and its warnings alike.
 	opts      render.Options
 	listed    int            // how many of srcs are listed items
@@ -181,7 +181,7 @@ func readInput(fc *kyaml.RNode, listed []source) (in *input, bad framework.Resul
 // per problem of a field, naming the field: the function's answer to it is the input unchanged,
 // not a failure to run. Their messages name no line: the function reads its config from the
 // ResourceList, and the lines there are not the file's.
-func readConfig(fc *kyaml.RNode) (*renderconfig.SandboxRender, framework.Results, error) {
+func readConfig(fc *kyaml.RNode) (*renderconfig.Config, framework.Results, error) {
 	var cfgData []byte
 	if fc != nil {
 		s, err := fc.String()

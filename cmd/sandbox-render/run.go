@@ -268,7 +268,7 @@ func (f *inputFlags) add(cmd *cobra.Command, writes bool) {
 
 // load parses the configuration: --config, else a SandboxRender object among the inputs, else
 // the defaults.
-func (f *inputFlags) load(in *inputs) (*renderconfig.SandboxRender, error) {
+func (f *inputFlags) load(in *inputs) (*renderconfig.Config, error) {
 	data, from, line := in.config, in.configFrom, in.configLine
 	if f.config != "" {
 		var err error
@@ -304,7 +304,7 @@ func (f *inputFlags) load(in *inputs) (*renderconfig.SandboxRender, error) {
 
 // expand reads the inputs, loads the options and renders; a render error is reported on stderr
 // and returned as the findings exit.
-func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*renderconfig.SandboxRender, *inputs, []*unstructured.Unstructured, error) {
+func (f *inputFlags) expand(args []string, stdin io.Reader, stderr io.Writer) (*renderconfig.Config, *inputs, []*unstructured.Unstructured, error) {
 	in, err := readInputs(args, stdin, stderr)
 	if err != nil {
 		return nil, nil, nil, err
