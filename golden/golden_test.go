@@ -23,6 +23,7 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/goldencase"
 )
@@ -269,7 +270,7 @@ func expandFunc(cfg goldencase.Config) renderFunc {
 			return nil, err
 		}
 		if !cfg.KeepSourceVersions {
-			if out, err = bundle.ConvertSources(out); err != nil {
+			if out, err = migrate.Objects(out); err != nil {
 				return nil, err
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
@@ -273,7 +274,7 @@ func (in *input) expand(encode bool) (*bundle.Expansion, map[int]*unstructured.U
 			kept = append(kept, in.objs[e.Input])
 		}
 	}
-	conv, err := bundle.ConvertSources(kept)
+	conv, err := migrate.Objects(kept)
 	if err != nil {
 		return nil, nil, err
 	}
