@@ -24,18 +24,6 @@ import (
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims/status,verbs=get;patch
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;create;patch;delete
 
-// Indexes of the cached Sandboxes.
-const (
-	// claimUIDIndex finds a claim's Sandbox by its claim-uid label.
-	claimUIDIndex = "claimUID"
-	// warmPoolIndex finds a pool's members by their warm-pool label (the pool name's hash).
-	warmPoolIndex = "warmPool"
-	// poolRefIndex finds the claims of a pool.
-	poolRefIndex = "warmPoolRef"
-	// templateRefIndex finds the pools of a template.
-	templateRefIndex = "templateRef"
-)
-
 // ClaimReconciler gives each SandboxClaim one Sandbox with render.PlanClaim's plan: the one it
 // already has, else a Ready (or networked) member of its warm pool adopted under a
 // resourceVersion lock, else a cold Sandbox; it re-syncs claimed Sandboxes' metadata, enforces
