@@ -190,18 +190,7 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 		c.fail(v, field.Invalid(p, v.Value, "not what the conversion webhook writes (a JSON object); remove it or export the object as v1beta1"))
 		return false
 	}
-	restorable := map[string]bool{}
-	switch {
-	case group == agentsGroup && kind == "Sandbox":
-		restorable["nodeName"] = true
-	case group == extensionsGroup && kind == "SandboxWarmPool":
-		restorable["observedGeneration"], restorable["replicas"] = true, true
-		// Our extensions: the controller writes the rollout status on every pool, so nearly
-		// every pool exported through v1alpha1 carries it.
-		for _, k := range []string{"progressDeadlineSeconds", "rollingUpdate", "updatedReplicas", "updatedReadyReplicas", "conditions"} {
-			restorable[k] = true
-		}
-	}
+	restorable := restorableKept(group, kind)
 	var other []string
 	for key := range kept {
 		if !restorable[key] {
@@ -214,6 +203,49 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 			"(kubectl get <kind>.v1beta1.<group> -o yaml)", strings.Join(other, ", "))))
 		return false
 	}
+	if !c.restoreScalars(obj, kept, p, v) {
+		return false
+	}
+	if raw, ok := kept["conditions"]; ok && !c.restoreConditions(obj, raw, p.Child("conditions"), v) {
+		return false
+	}
+	if raw, ok := kept["replicas"]; ok && !c.restorePoolReplicas(obj, raw, p.Child("replicas"), v) {
+		return false
+	}
+	if raw, ok := kept["rollingUpdate"]; ok && !c.restoreRollingUpdate(obj, raw, p.Child("rollingUpdate"), v) {
+		return false
+	}
+	if len(ann.Content) == 2 {
+		annKey, _ := get(md, "annotations")
+		c.deletePair(md, annKey, ann) // no empty map left behind, as the webhook leaves none
+	} else {
+		c.deletePair(ann, k, v)
+	}
+	return len(c.res.Findings) == before
+}
+
+// restorableKept are the keys of the webhook's annotation that a v1alpha1 object of the kind can
+// give back to v1beta1.
+func restorableKept(group, kind string) map[string]bool {
+	restorable := map[string]bool{}
+	switch {
+	case group == agentsGroup && kind == "Sandbox":
+		restorable["nodeName"] = true
+	case group == extensionsGroup && kind == "SandboxWarmPool":
+		restorable["observedGeneration"], restorable["replicas"] = true, true
+		// Our extensions: the controller writes the rollout status on every pool, so nearly
+		// every pool exported through v1alpha1 carries it.
+		for _, k := range []string{"progressDeadlineSeconds", "rollingUpdate", "updatedReplicas", "updatedReadyReplicas", "conditions"} {
+			restorable[k] = true
+		}
+	}
+	return restorable
+}
+
+// restoreScalars puts back the kept values that are one scalar each (a Sandbox's nodeName, a
+// pool's observedGeneration and rollout counts). It reports false when one is not what the
+// webhook writes.
+func (c *converter) restoreScalars(obj *yaml, kept map[string]json.RawMessage, p *field.Path, v *yaml) bool {
 	if raw, ok := kept["nodeName"]; ok {
 		var name string
 		if json.Unmarshal(raw, &name) != nil {
@@ -242,22 +274,7 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 			c.putScalar(obj, f.section, f.key, strconv.Itoa(int(n)), "!!int")
 		}
 	}
-	if raw, ok := kept["conditions"]; ok && !c.restoreConditions(obj, raw, p.Child("conditions"), v) {
-		return false
-	}
-	if raw, ok := kept["replicas"]; ok && !c.restorePoolReplicas(obj, raw, p.Child("replicas"), v) {
-		return false
-	}
-	if raw, ok := kept["rollingUpdate"]; ok && !c.restoreRollingUpdate(obj, raw, p.Child("rollingUpdate"), v) {
-		return false
-	}
-	if len(ann.Content) == 2 {
-		annKey, _ := get(md, "annotations")
-		c.deletePair(md, annKey, ann) // no empty map left behind, as the webhook leaves none
-	} else {
-		c.deletePair(ann, k, v)
-	}
-	return len(c.res.Findings) == before
+	return true
 }
 
 // restorePoolReplicas puts back a pool's spec.replicas as v1beta1 had it, while the v1alpha1
