@@ -65,10 +65,6 @@ type kindPass[S any, P planned[S]] interface {
 	statusWritten(plan P)
 }
 
-// maxReplans bounds the plans of one pass: each follows a conflict (a lost adoption race, an
-// object in the way of a create) read and planned with; past it the pass fails and is retried.
-const maxReplans = 16
-
 // errHeld ends a background pass the gate holds: it sends nothing, and the gate wakes it.
 var errHeld = errors.New("held behind writes somebody waits on")
 
@@ -84,12 +80,11 @@ func run[S any, P planned[S]](ctx context.Context, x *executor, obj client.Objec
 	defer done()
 	switch {
 	case errors.Is(err, errAwaitCache):
-		// At 1,000 Sandboxes created together, 874 passes would otherwise have read a Service
-		// whose event came after its Pod's. The requeue is the safety net should no event come.
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+		// The cache's event brings the next pass; the requeue is the safety net.
+		return reconcile.Result{RequeueAfter: awaitCacheRetry}, nil
 	case errors.Is(err, errHeld):
 		// The gate wakes it; the requeue is the safety net.
-		return reconcile.Result{RequeueAfter: x.gate.maxHold + time.Second}, nil
+		return reconcile.Result{RequeueAfter: x.gate.p.heldRetry()}, nil
 	}
 	if err != nil {
 		x.events.record(obj, written(wrote)...)
@@ -194,11 +189,13 @@ func sendSteps[S any, P planned[S]](ctx context.Context, x *executor, obj client
 	var recent []render.Step
 	for _, s := range plan.Pass().Steps {
 		key := keyOf(s.Kind, obj.GetNamespace(), s.Name)
-		switch {
-		case s.Action != render.ActionCreate:
-		case x.expect.createdWithin(key, now, cacheLag):
+		if s.Action != render.ActionCreate {
+			continue
+		}
+		switch x.gate.p.pending(x.expect.createdAt(key), now) {
+		case awaitCache:
 			return plan, nil, errAwaitCache
-		case x.expect.createdWithin(key, now, expectationWindow):
+		case readFirst:
 			recent = append(recent, s)
 		}
 	}

@@ -53,6 +53,8 @@ type expectations struct {
 	adds   int
 	// since is when this process started reconciling (see started), set once.
 	since atomic.Pointer[time.Time]
+	// p says how long a create or delete the cache has not shown stays expected.
+	p policy
 }
 
 type record struct {
@@ -72,18 +74,8 @@ type record struct {
 	reported string
 }
 
-// expectationWindow is how long a create or delete the cache has not shown is still expected:
-// its watch event normally comes within milliseconds; an object deleted before the cache saw it
-// never comes.
-const expectationWindow = time.Minute
-
-// cacheLag is how long a child just created may take to reach the cache before a pass that
-// plans to create it again reads it from the API server instead of waiting for its event (it
-// may have been deleted before the cache saw it).
-const cacheLag = 5 * time.Second
-
-func newExpectations() *expectations {
-	return &expectations{records: map[objectKey]*record{}, owned: map[objectKey]map[objectKey]struct{}{}, marked: map[objectKey]struct{}{}}
+func newExpectations(p policy) *expectations {
+	return &expectations{p: p, records: map[objectKey]*record{}, owned: map[objectKey]map[objectKey]struct{}{}, marked: map[objectKey]struct{}{}}
 }
 
 // started returns since when this process reconciles, setting it on the first call: the
@@ -169,10 +161,10 @@ func (e *expectations) prune(now time.Time) {
 	}
 	e.adds = 0
 	for k, r := range e.records {
-		if !r.created.IsZero() && now.Sub(r.created) > expectationWindow {
+		if e.p.expired(r.created, now) {
 			r.created = time.Time{}
 		}
-		if !r.deleted.IsZero() && now.Sub(r.deleted) > expectationWindow {
+		if e.p.expired(r.deleted, now) {
 			r.deleted = time.Time{}
 		}
 		e.tidy(k)
@@ -196,13 +188,15 @@ func (e *expectations) seen(obj objectKey, present bool) {
 	e.tidy(obj)
 }
 
-// createdWithin reports whether obj was created by this process at most d before now and the
-// cache has not shown it.
-func (e *expectations) createdWithin(obj objectKey, now time.Time, d time.Duration) bool {
+// createdAt is when this process created obj, if the cache has not shown it yet (zero
+// otherwise); policy.pending decides what a pass does about it.
+func (e *expectations) createdAt(obj objectKey) time.Time {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	r := e.records[obj]
-	return r != nil && !r.created.IsZero() && now.Sub(r.created) <= d
+	if r := e.records[obj]; r != nil {
+		return r.created
+	}
+	return time.Time{}
 }
 
 // pending settles owner's creates and deletes against what the cache shows (present) and returns

@@ -52,18 +52,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	hold := opts.BackgroundHold
-	if hold == 0 {
-		hold = DefaultBackgroundHold
-	}
-	g := newGate(hold, opts.Now)
+	p := newPolicy(opts.BackgroundHold)
+	g := newGate(p, opts.Now)
 	events := newEventSink(mgr.GetEventRecorder("sandbox-gitops"), g)
 	g.send = events.send
 	if err := mgr.Add(g); err != nil {
 		return err
 	}
 	x := &executor{client: mgr.GetClient(), reader: mgr.GetAPIReader(), applies: newApplyTransport(mgr),
-		events: events, expect: newExpectations(), gate: g, now: opts.Now}
+		events: events, expect: newExpectations(p), gate: g, now: opts.Now}
 	configs := newRenderConfigs(mgr.GetClient(), opts.Render, opts.Upstream)
 	workers := func(n, def int) int {
 		if n > 0 {
