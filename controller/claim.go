@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -165,9 +164,8 @@ func (r *ClaimReconciler) claimedSandbox(ctx context.Context, claim *extv1beta1.
 		}
 		r.x.expect.release(owner)
 	}
-	if since := r.x.expect.started(r.x.clock()); claim.CreationTimestamp.Time.After(since.Truncate(time.Second)) {
-		// Created while this process reconciles, and it acquired nothing for it: none exists.
-		return nil, nil
+	if render.ClaimCreatedWhileRunning(claim, r.x.expect.started(r.x.clock())) {
+		return nil, nil // it acquired nothing for the claim: none exists
 	}
 	list = &agentsv1beta1.SandboxList{}
 	if err := r.x.reader.List(ctx, list, client.InNamespace(claim.Namespace), client.MatchingLabels{extv1beta1.SandboxIDLabel: string(claim.UID)}); err != nil {
@@ -193,7 +191,7 @@ func (r *ClaimReconciler) named(ctx context.Context, claim *extv1beta1.SandboxCl
 		err = r.x.reader.Get(ctx, key, sb)
 	default:
 		err = r.x.client.Get(ctx, key, sb)
-		if apierrors.IsNotFound(err) && claim.CreationTimestamp.Time.After(r.x.expect.started(r.x.clock()).Truncate(time.Second)) {
+		if apierrors.IsNotFound(err) && render.ClaimCreatedWhileRunning(claim, r.x.expect.started(r.x.clock())) {
 			err = r.x.reader.Get(ctx, key, sb)
 		}
 	}

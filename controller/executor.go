@@ -131,15 +131,15 @@ func written(steps []render.Step) []render.Event {
 	return nil
 }
 
-// refused ends a pass whose step failed. When the API server refused the write on its merits,
-// retrying will not change that until someone acts, so the object says why in its status, as
-// upstream's Sandbox does for any error of a pass (the plan's Refused, for the kinds that have
-// one).
+// refused ends a pass whose step failed. When the API server refused the write on its merits
+// (render.RefusedOnMerits), retrying will not change that until someone acts, so the object
+// says why in its status, as upstream's Sandbox does for any error of a pass (the plan's
+// Refused, for the kinds that have one).
 func refused[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P], plan P, err error) error {
 	r, ok := any(plan).(interface {
 		Refused(error) *render.Plan[S]
 	})
-	if !ok || !refusedByAPIServer(err) {
+	if !ok || !render.RefusedOnMerits(err) {
 		return err
 	}
 	rp := r.Refused(err)
@@ -154,14 +154,6 @@ func refused[S any, P planned[S]](ctx context.Context, x *executor, obj client.O
 		x.events.record(obj, rp.StatusEvents...)
 	}
 	return err
-}
-
-// refusedByAPIServer tells a write the API server refused on its merits (admission webhooks and
-// PodSecurity, quotas, validation) from one that failed on the way (a timeout, an unavailable
-// server, a conflict), which the retry settles without anyone acting and which is not worth a
-// status write of its own.
-func refusedByAPIServer(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err)
 }
 
 // steps plans the pass and sends its steps. A background pass the gate holds sends nothing; a
@@ -388,7 +380,7 @@ func (x *executor) writeStatus(ctx context.Context, obj, updated client.Object, 
 		opts = append(opts, client.MergeFromWithOptimisticLock{})
 	}
 	err := x.client.Status().Patch(ctx, updated, client.MergeFromWithOptions(obj, opts...), client.FieldOwner(FieldManager))
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if render.StatusWriteDropped(err) {
 		return false, nil
 	}
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 // objectKey names an object of a kind, or its status: the status and the rest of an object are
@@ -288,9 +290,9 @@ func (e *expectations) stale(obj objectKey, rv string) bool {
 	return false
 }
 
-// current keeps of objs (named by key) those the cache shows past every write of ours (not stale) that
-// no other holder's write is in flight on: the members a claim may be offered, asked of a pool's
-// every member on every claim pass, under one read lock.
+// current keeps of objs (named by key) those render.Offerable offers to holder, given the
+// writes of ours pending on them: the members a claim may be offered, asked of a pool's every
+// member on every claim pass, under one read lock.
 func current[T interface {
 	GetNamespace() string
 	GetName() string
@@ -311,15 +313,15 @@ func current[T interface {
 		}
 	}
 	for _, o := range objs {
-		r := mine[[2]string{o.GetNamespace(), o.GetName()}]
-		switch {
-		case r == nil:
-			out = append(out, o)
-		case r.holder != "" && r.holder != holder, r.from != "" && r.from == o.GetResourceVersion():
-		default:
-			if r.from != "" {
-				moved = append(moved, key(o.GetNamespace(), o.GetName())) // the cache has moved past our write: forget it
-			}
+		var w *render.PendingWrite
+		if r := mine[[2]string{o.GetNamespace(), o.GetName()}]; r != nil {
+			w = &render.PendingWrite{From: r.from, Holder: r.holder}
+		}
+		offer, settled := render.Offerable(w, o.GetResourceVersion(), holder)
+		if settled {
+			moved = append(moved, key(o.GetNamespace(), o.GetName())) // the cache has moved past our write: forget it
+		}
+		if offer {
 			out = append(out, o)
 		}
 	}
