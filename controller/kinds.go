@@ -12,6 +12,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
+	renderv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/render/v1alpha1"
 )
 
 // kind is one row of the table of kinds the controller plans, reads or writes. The executor
@@ -34,13 +35,14 @@ type kind struct {
 	extract func(obj client.Object, manager string) (any, error)
 }
 
-// kinds is the table: the agent-sandbox kinds the reconcilers plan, then the children a
-// Sandbox's or a template's plan writes.
+// kinds is the table: the agent-sandbox kinds the reconcilers plan, the SandboxRender whose
+// status one writes, then the children a Sandbox's or a template's plan writes.
 var kinds = []kind{
 	{name: agentsv1beta1.SandboxKind, object: &agentsv1beta1.Sandbox{}, written: true},
 	{name: extv1beta1.SandboxClaimKind, object: &extv1beta1.SandboxClaim{}, written: true},
 	{name: extv1beta1.SandboxWarmPoolKind, object: &extv1beta1.SandboxWarmPool{}},
 	{name: extv1beta1.SandboxTemplateKind, object: &extv1beta1.SandboxTemplate{}},
+	{name: renderv1alpha1.SandboxRenderKind, object: &renderv1alpha1.SandboxRender{}},
 	{name: "Pod", object: &corev1.Pod{}, written: true, extract: func(obj client.Object, m string) (any, error) {
 		return corev1ac.ExtractPod(obj.(*corev1.Pod), m)
 	}},

@@ -83,7 +83,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		{"sandboxtemplate", &TemplateReconciler{x: x, configs: configs, workers: workers(opts.TemplateWorkers, 1)}},
 		{"sandboxclaim", &ClaimReconciler{x: x, configs: configs, workers: workers(opts.ClaimWorkers, 50), members: members}},
 		{"sandboxwarmpool", &PoolReconciler{x: x, configs: configs, workers: workers(opts.PoolWorkers, 1), members: members}},
-		{"sandboxrender", &SandboxRenderReconciler{Client: mgr.GetClient(), configs: configs}},
+		{"sandboxrender", &SandboxRenderReconciler{x: x, configs: configs}},
 	}
 	for _, rc := range reconcilers {
 		if !opts.runs(rc.name) {
