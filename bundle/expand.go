@@ -28,18 +28,34 @@ import (
 // the label belongs to someone else, and Expand refuses to overwrite it, as upstream refuses to
 // adopt it. Objects that are not agent-sandbox kinds pass through untouched.
 func Expand(objs []*unstructured.Unstructured, opts render.Options) ([]*unstructured.Unstructured, error) {
-	entries, err := ExpandEntries(objs, opts, false)
+	x, err := ExpandEntries(objs, opts, false)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*unstructured.Unstructured, len(entries))
-	for i, e := range entries {
+	return x.Objects(objs), nil
+}
+
+// Expansion is what one expansion of objs gives: its entries in order, and the render's
+// warnings. The warnings are read from the objects as they were decoded for the render, so that
+// a caller reporting both (the CLI, the function) does not decode every object a second time.
+type Expansion struct {
+	Entries []Entry
+	// Warnings are the findings that do not stop the render, sorted (see warnings).
+	Warnings []Warning
+}
+
+// Objects are the entries as objects: an input passed through as the object of objs it is (objs
+// must be what the expansion was given), a child as its unstructured object (nil when the
+// expansion encoded it).
+func (x *Expansion) Objects(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(x.Entries))
+	for i, e := range x.Entries {
 		out[i] = e.Object
 		if e.Input >= 0 {
 			out[i] = objs[e.Input]
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Entry is one object of an expansion: an input object passed through (Input, its index in the
@@ -51,16 +67,19 @@ type Entry struct {
 	YAML []byte
 }
 
-// ExpandEntries is Expand telling the inputs passed through from the children. With encode, each
-// child comes as its YAML, encoded as the render makes it (render.RenderEach), and its typed and
-// unstructured forms are let go at once: a caller that writes the result (the KRM function) then
-// never holds tens of thousands of children typed, unstructured and encoded. The order, the
-// checks and the errors are Expand's.
-func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encode bool) ([]Entry, error) {
+// ExpandEntries is Expand telling the inputs passed through from the children, with the
+// render's warnings. With encode, each child comes as its YAML, encoded as the render makes it
+// (render.RenderEach), and its typed and unstructured forms are let go at once: a caller that
+// writes the result (the KRM function) then never holds tens of thousands of children typed,
+// unstructured and encoded. The order, the checks and the errors are Expand's.
+func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encode bool) (*Expansion, error) {
 	b, err := decodeOnce(objs)
 	if err != nil {
 		return nil, err
 	}
+	// Read before the render, from the objects as decoded: what the warnings say must not
+	// depend on what rendering does with the typed objects.
+	ws := warnings(b, opts)
 	children, made, err := renderChildren(b, opts, encode)
 	if err != nil {
 		return nil, err
@@ -77,7 +96,7 @@ func ExpandEntries(objs []*unstructured.Unstructured, opts render.Options, encod
 		return nil, errors.Join(x.errs...)
 	}
 	manifest.SortByKeys(x.out, x.keys)
-	return x.out, nil
+	return &Expansion{Entries: x.out, Warnings: ws}, nil
 }
 
 // decodeOnce decodes objs, refusing an object given twice. The finding is on each later copy,

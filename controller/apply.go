@@ -7,19 +7,13 @@ import (
 	"reflect"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
-	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
@@ -377,51 +371,13 @@ func (a applier) delete(ctx context.Context, namespace string, s render.Step) (O
 	return Deleted, nil
 }
 
-// newObject is an empty object of a kind a step writes.
-func newObject(kind string) client.Object {
-	switch kind {
-	case "Pod":
-		return &corev1.Pod{}
-	case "Service":
-		return &corev1.Service{}
-	case "PersistentVolumeClaim":
-		return &corev1.PersistentVolumeClaim{}
-	case "NetworkPolicy":
-		return &networkingv1.NetworkPolicy{}
-	case agentsv1beta1.SandboxKind:
-		return &agentsv1beta1.Sandbox{}
-	case extv1beta1.SandboxClaimKind:
-		return &extv1beta1.SandboxClaim{}
-	}
-	return nil
-}
-
-// extractable reports whether ownedFields can read what FieldManager owns in obj: the children,
-// whose managedFields entries of this manager the cache keeps.
-func extractable(obj client.Object) bool {
-	switch obj.(type) {
-	case *corev1.Pod, *corev1.Service, *corev1.PersistentVolumeClaim, *networkingv1.NetworkPolicy:
-		return true
-	}
-	return false
-}
-
 // ownedFields is what FieldManager applied to obj, as it is now, read from managedFields.
 func ownedFields(obj client.Object) (map[string]any, error) {
-	var extracted any
-	var err error
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		extracted, err = corev1ac.ExtractPod(o, FieldManager)
-	case *corev1.Service:
-		extracted, err = corev1ac.ExtractService(o, FieldManager)
-	case *corev1.PersistentVolumeClaim:
-		extracted, err = corev1ac.ExtractPersistentVolumeClaim(o, FieldManager)
-	case *networkingv1.NetworkPolicy:
-		extracted, err = networkingv1ac.ExtractNetworkPolicy(o, FieldManager)
-	default:
+	k := kindOfObject(obj)
+	if k == nil || k.extract == nil {
 		return nil, fmt.Errorf("no field extraction for %T", obj)
 	}
+	extracted, err := k.extract(obj, FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("reading the fields %s owns in %q: %w", FieldManager, obj.GetName(), err)
 	}

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,18 +22,6 @@ import (
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims,verbs=get;list;watch;delete;patch
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims/status,verbs=get;patch
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;create;patch;delete
-
-// Indexes of the cached Sandboxes.
-const (
-	// claimUIDIndex finds a claim's Sandbox by its claim-uid label.
-	claimUIDIndex = "claimUID"
-	// warmPoolIndex finds a pool's members by their warm-pool label (the pool name's hash).
-	warmPoolIndex = "warmPool"
-	// poolRefIndex finds the claims of a pool.
-	poolRefIndex = "warmPoolRef"
-	// templateRefIndex finds the pools of a template.
-	templateRefIndex = "templateRef"
-)
 
 // ClaimReconciler gives each SandboxClaim one Sandbox with render.PlanClaim's plan: the one it
 // already has, else a Ready (or networked) member of its warm pool adopted under a
@@ -177,9 +164,8 @@ func (r *ClaimReconciler) claimedSandbox(ctx context.Context, claim *extv1beta1.
 		}
 		r.x.expect.release(owner)
 	}
-	if since := r.x.expect.started(r.x.clock()); claim.CreationTimestamp.Time.After(since.Truncate(time.Second)) {
-		// Created while this process reconciles, and it acquired nothing for it: none exists.
-		return nil, nil
+	if render.ClaimCreatedWhileRunning(claim, r.x.expect.started(r.x.clock())) {
+		return nil, nil // it acquired nothing for the claim: none exists
 	}
 	list = &agentsv1beta1.SandboxList{}
 	if err := r.x.reader.List(ctx, list, client.InNamespace(claim.Namespace), client.MatchingLabels{extv1beta1.SandboxIDLabel: string(claim.UID)}); err != nil {
@@ -205,7 +191,7 @@ func (r *ClaimReconciler) named(ctx context.Context, claim *extv1beta1.SandboxCl
 		err = r.x.reader.Get(ctx, key, sb)
 	default:
 		err = r.x.client.Get(ctx, key, sb)
-		if apierrors.IsNotFound(err) && claim.CreationTimestamp.Time.After(r.x.expect.started(r.x.clock()).Truncate(time.Second)) {
+		if apierrors.IsNotFound(err) && render.ClaimCreatedWhileRunning(claim, r.x.expect.started(r.x.clock())) {
 			err = r.x.reader.Get(ctx, key, sb)
 		}
 	}

@@ -12,8 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
-	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
@@ -67,10 +65,6 @@ type kindPass[S any, P planned[S]] interface {
 	statusWritten(plan P)
 }
 
-// maxReplans bounds the plans of one pass: each follows a conflict (a lost adoption race, an
-// object in the way of a create) read and planned with; past it the pass fails and is retried.
-const maxReplans = 16
-
 // errHeld ends a background pass the gate holds: it sends nothing, and the gate wakes it.
 var errHeld = errors.New("held behind writes somebody waits on")
 
@@ -86,12 +80,11 @@ func run[S any, P planned[S]](ctx context.Context, x *executor, obj client.Objec
 	defer done()
 	switch {
 	case errors.Is(err, errAwaitCache):
-		// At 1,000 Sandboxes created together, 874 passes would otherwise have read a Service
-		// whose event came after its Pod's. The requeue is the safety net should no event come.
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+		// The cache's event brings the next pass; the requeue is the safety net.
+		return reconcile.Result{RequeueAfter: awaitCacheRetry}, nil
 	case errors.Is(err, errHeld):
 		// The gate wakes it; the requeue is the safety net.
-		return reconcile.Result{RequeueAfter: x.gate.maxHold + time.Second}, nil
+		return reconcile.Result{RequeueAfter: x.gate.p.heldRetry()}, nil
 	}
 	if err != nil {
 		x.events.record(obj, written(wrote)...)
@@ -138,15 +131,15 @@ func written(steps []render.Step) []render.Event {
 	return nil
 }
 
-// refused ends a pass whose step failed. When the API server refused the write on its merits,
-// retrying will not change that until someone acts, so the object says why in its status, as
-// upstream's Sandbox does for any error of a pass (the plan's Refused, for the kinds that have
-// one).
+// refused ends a pass whose step failed. When the API server refused the write on its merits
+// (render.RefusedOnMerits), retrying will not change that until someone acts, so the object
+// says why in its status, as upstream's Sandbox does for any error of a pass (the plan's
+// Refused, for the kinds that have one).
 func refused[S any, P planned[S]](ctx context.Context, x *executor, obj client.Object, k kindPass[S, P], plan P, err error) error {
 	r, ok := any(plan).(interface {
 		Refused(error) *render.Plan[S]
 	})
-	if !ok || !refusedByAPIServer(err) {
+	if !ok || !render.RefusedOnMerits(err) {
 		return err
 	}
 	rp := r.Refused(err)
@@ -161,14 +154,6 @@ func refused[S any, P planned[S]](ctx context.Context, x *executor, obj client.O
 		x.events.record(obj, rp.StatusEvents...)
 	}
 	return err
-}
-
-// refusedByAPIServer tells a write the API server refused on its merits (admission webhooks and
-// PodSecurity, quotas, validation) from one that failed on the way (a timeout, an unavailable
-// server, a conflict), which the retry settles without anyone acting and which is not worth a
-// status write of its own.
-func refusedByAPIServer(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err)
 }
 
 // steps plans the pass and sends its steps. A background pass the gate holds sends nothing; a
@@ -196,11 +181,13 @@ func sendSteps[S any, P planned[S]](ctx context.Context, x *executor, obj client
 	var recent []render.Step
 	for _, s := range plan.Pass().Steps {
 		key := keyOf(s.Kind, obj.GetNamespace(), s.Name)
-		switch {
-		case s.Action != render.ActionCreate:
-		case x.expect.createdWithin(key, now, cacheLag):
+		if s.Action != render.ActionCreate {
+			continue
+		}
+		switch x.gate.p.pending(x.expect.createdAt(key), now) {
+		case awaitCache:
 			return plan, nil, errAwaitCache
-		case x.expect.createdWithin(key, now, expectationWindow):
+		case readFirst:
 			recent = append(recent, s)
 		}
 	}
@@ -393,7 +380,7 @@ func (x *executor) writeStatus(ctx context.Context, obj, updated client.Object, 
 		opts = append(opts, client.MergeFromWithOptimisticLock{})
 	}
 	err := x.client.Status().Patch(ctx, updated, client.MergeFromWithOptions(obj, opts...), client.FieldOwner(FieldManager))
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if render.StatusWriteDropped(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -407,19 +394,4 @@ func (x *executor) writeStatus(ctx context.Context, obj, updated client.Object, 
 // process has seen (see expectations.firstReady).
 func (x *executor) firstReady(obj client.Object, wasReady, ready bool) bool {
 	return !wasReady && ready && x.expect.firstReady(keyOf(kindOf(obj), obj.GetNamespace(), obj.GetName()), obj.GetUID())
-}
-
-// kindOf is the kind of one of the objects the reconcilers plan.
-func kindOf(obj client.Object) string {
-	switch obj.(type) {
-	case *agentsv1beta1.Sandbox:
-		return agentsv1beta1.SandboxKind
-	case *extv1beta1.SandboxClaim:
-		return extv1beta1.SandboxClaimKind
-	case *extv1beta1.SandboxWarmPool:
-		return extv1beta1.SandboxWarmPoolKind
-	case *extv1beta1.SandboxTemplate:
-		return extv1beta1.SandboxTemplateKind
-	}
-	return fmt.Sprintf("%T", obj)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
 // objectKey names an object of a kind, or its status: the status and the rest of an object are
@@ -53,6 +55,8 @@ type expectations struct {
 	adds   int
 	// since is when this process started reconciling (see started), set once.
 	since atomic.Pointer[time.Time]
+	// p says how long a create or delete the cache has not shown stays expected.
+	p policy
 }
 
 type record struct {
@@ -72,18 +76,8 @@ type record struct {
 	reported string
 }
 
-// expectationWindow is how long a create or delete the cache has not shown is still expected:
-// its watch event normally comes within milliseconds; an object deleted before the cache saw it
-// never comes.
-const expectationWindow = time.Minute
-
-// cacheLag is how long a child just created may take to reach the cache before a pass that
-// plans to create it again reads it from the API server instead of waiting for its event (it
-// may have been deleted before the cache saw it).
-const cacheLag = 5 * time.Second
-
-func newExpectations() *expectations {
-	return &expectations{records: map[objectKey]*record{}, owned: map[objectKey]map[objectKey]struct{}{}, marked: map[objectKey]struct{}{}}
+func newExpectations(p policy) *expectations {
+	return &expectations{p: p, records: map[objectKey]*record{}, owned: map[objectKey]map[objectKey]struct{}{}, marked: map[objectKey]struct{}{}}
 }
 
 // started returns since when this process reconciles, setting it on the first call: the
@@ -169,10 +163,10 @@ func (e *expectations) prune(now time.Time) {
 	}
 	e.adds = 0
 	for k, r := range e.records {
-		if !r.created.IsZero() && now.Sub(r.created) > expectationWindow {
+		if e.p.expired(r.created, now) {
 			r.created = time.Time{}
 		}
-		if !r.deleted.IsZero() && now.Sub(r.deleted) > expectationWindow {
+		if e.p.expired(r.deleted, now) {
 			r.deleted = time.Time{}
 		}
 		e.tidy(k)
@@ -196,13 +190,15 @@ func (e *expectations) seen(obj objectKey, present bool) {
 	e.tidy(obj)
 }
 
-// createdWithin reports whether obj was created by this process at most d before now and the
-// cache has not shown it.
-func (e *expectations) createdWithin(obj objectKey, now time.Time, d time.Duration) bool {
+// createdAt is when this process created obj, if the cache has not shown it yet (zero
+// otherwise); policy.pending decides what a pass does about it.
+func (e *expectations) createdAt(obj objectKey) time.Time {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	r := e.records[obj]
-	return r != nil && !r.created.IsZero() && now.Sub(r.created) <= d
+	if r := e.records[obj]; r != nil {
+		return r.created
+	}
+	return time.Time{}
 }
 
 // pending settles owner's creates and deletes against what the cache shows (present) and returns
@@ -294,9 +290,9 @@ func (e *expectations) stale(obj objectKey, rv string) bool {
 	return false
 }
 
-// current keeps of objs (named by key) those the cache shows past every write of ours (not stale) that
-// no other holder's write is in flight on: the members a claim may be offered, asked of a pool's
-// every member on every claim pass, under one read lock.
+// current keeps of objs (named by key) those render.Offerable offers to holder, given the
+// writes of ours pending on them: the members a claim may be offered, asked of a pool's every
+// member on every claim pass, under one read lock.
 func current[T interface {
 	GetNamespace() string
 	GetName() string
@@ -317,15 +313,15 @@ func current[T interface {
 		}
 	}
 	for _, o := range objs {
-		r := mine[[2]string{o.GetNamespace(), o.GetName()}]
-		switch {
-		case r == nil:
-			out = append(out, o)
-		case r.holder != "" && r.holder != holder, r.from != "" && r.from == o.GetResourceVersion():
-		default:
-			if r.from != "" {
-				moved = append(moved, key(o.GetNamespace(), o.GetName())) // the cache has moved past our write: forget it
-			}
+		var w *render.PendingWrite
+		if r := mine[[2]string{o.GetNamespace(), o.GetName()}]; r != nil {
+			w = &render.PendingWrite{From: r.from, Holder: r.holder}
+		}
+		offer, settled := render.Offerable(w, o.GetResourceVersion(), holder)
+		if settled {
+			moved = append(moved, key(o.GetNamespace(), o.GetName())) // the cache has moved past our write: forget it
+		}
+		if offer {
 			out = append(out, o)
 		}
 	}

@@ -31,12 +31,12 @@ func TestExpectations(t *testing.T) {
 			reason: "a child created a moment ago is awaited within cacheLag, read within the window, forgotten once the cache shows it",
 			do: func(e *expectations) []any {
 				e.created(pod, sb, "sb-uid", at(0))
-				out := []any{e.createdWithin(pod, at(time.Second), cacheLag), e.createdWithin(pod, at(cacheLag+time.Millisecond), cacheLag),
-					e.createdWithin(pod, at(cacheLag+time.Millisecond), expectationWindow), e.createdWithin(pod, at(expectationWindow+time.Second), expectationWindow)}
+				out := []any{e.p.pending(e.createdAt(pod), at(time.Second)), e.p.pending(e.createdAt(pod), at(cacheLag+time.Millisecond)),
+					e.p.pending(e.createdAt(pod), at(expectationWindow+time.Second))}
 				e.seen(pod, true)
-				return append(out, e.createdWithin(pod, at(time.Second), cacheLag))
+				return append(out, e.p.pending(e.createdAt(pod), at(time.Second)))
 			},
-			want: []any{true, false, true, false, false},
+			want: []any{awaitCache, readFirst, createAnew, createAnew},
 		},
 		"a pool's creates and deletes": {
 			reason: "a create is met when the cache shows the name, a delete when it no longer does, either after the window",
@@ -153,14 +153,14 @@ func TestExpectations(t *testing.T) {
 				e.wroteOn(statusKey(sb), objectKey{}, "", "5")
 				e.firstReady(sb, "sb-uid")
 				e.forget(sb)
-				return []any{e.createdWithin(pod, at(time.Second), cacheLag), e.stale(statusKey(sb), "5"), len(e.records)}
+				return []any{e.createdAt(pod).IsZero(), e.stale(statusKey(sb), "5"), len(e.records)}
 			},
-			want: []any{false, false, 0},
+			want: []any{true, false, 0},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := tc.do(newExpectations())
+			got := tc.do(newExpectations(newPolicy(0)))
 			for i := range got {
 				if s, ok := got[i].([]string); ok {
 					slices.Sort(s)
@@ -176,7 +176,7 @@ func TestExpectations(t *testing.T) {
 // TestExpectationsPrune: creates and deletes the cache never shows do not pile up.
 func TestExpectationsPrune(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	e := newExpectations()
+	e := newExpectations(newPolicy(0))
 	sb := keyOf("Sandbox", "ns", "sb")
 	for i := range 5000 {
 		e.created(keyOf("Pod", "ns", fmt.Sprint(i)), sb, types.UID("u"), t0.Add(time.Duration(i)*time.Second))

@@ -26,8 +26,9 @@ import (
 // stays closed: a stream of claims longer than maxHold would otherwise meet the whole refill.
 // Events wait the same way as the passes that are not patient.
 type gate struct {
-	quiet, maxHold time.Duration
-	now            func() time.Time
+	// p decides; the gate keeps the state it decides on.
+	p   policy
+	now func() time.Time
 
 	mu             sync.Mutex
 	inFlight       int
@@ -43,40 +44,17 @@ type gate struct {
 	send   func(runtime.Object, render.Event)
 }
 
-// heldPass is a held pass: since when, and whether it waits for the gate to open however long.
-type heldPass struct {
-	since   time.Time
-	patient bool
-}
-
 type heldEvent struct {
 	obj runtime.Object
 	ev  render.Event
 	at  time.Time
 }
 
-// Default gate timings: a foreground pass that wrote keeps the gate closed for defaultQuiet; a
-// background pass is never held longer than DefaultBackgroundHold.
-const (
-	defaultQuiet = 250 * time.Millisecond
-	// DefaultBackgroundHold is --background-hold's default: longer than a burst of claims
-	// (upstream's scale test sends one of 10 s), short enough that a pool drained by a steady
-	// stream is refilled in time.
-	DefaultBackgroundHold = 10 * time.Second
-	// maxHeldEvents bounds the events kept while the gate is closed; past it they are recorded
-	// at once.
-	maxHeldEvents = 100000
-	// eventsPerTick is how many held events go each tick (quiet/2), 200 a second: each is a POST
-	// of its own, and a thousand sent at once when the gate opened met the API server's 429s
-	// (209 refused, then retried, converging 1,000 Sandboxes on envtest).
-	eventsPerTick = 25
-)
-
-func newGate(maxHold time.Duration, now func() time.Time) *gate {
+func newGate(p policy, now func() time.Time) *gate {
 	if now == nil {
 		now = time.Now
 	}
-	return &gate{quiet: defaultQuiet, maxHold: maxHold, now: now,
+	return &gate{p: p, now: now,
 		held: map[string]map[reconcile.Request]heldPass{}, wake: map[string]chan event.TypedGenericEvent[reconcile.Request]{}}
 }
 
@@ -96,7 +74,7 @@ func (g *gate) source(name string) source.TypedSource[reconcile.Request] {
 
 // foreground marks a foreground pass's writes in flight; done marks them finished.
 func (g *gate) foreground() (done func()) {
-	if g == nil || g.maxHold <= 0 {
+	if g == nil || !g.p.gating() {
 		return func() {}
 	}
 	g.mu.Lock()
@@ -112,7 +90,7 @@ func (g *gate) foreground() (done func()) {
 
 // isOpen reports whether background work may go now (a gate that holds nothing is always open).
 func (g *gate) isOpen() bool {
-	if g == nil || g.maxHold <= 0 {
+	if g == nil || !g.p.gating() {
 		return true
 	}
 	g.mu.Lock()
@@ -122,21 +100,21 @@ func (g *gate) isOpen() bool {
 
 // open reports whether background work may go now. The caller holds the lock.
 func (g *gate) open(now time.Time) bool {
-	return g.inFlight == 0 && now.Sub(g.lastForeground) >= g.quiet
+	return g.p.open(g.inFlight, g.lastForeground, now)
 }
 
 // hold says whether reconciler name's background pass of req waits: the gate is closed, and the
 // pass has not been woken, nor (unless patient) held maxHold yet. A pass let through is no
 // longer held.
 func (g *gate) hold(name string, req reconcile.Request, patient bool) bool {
-	if g == nil || g.maxHold <= 0 {
+	if g == nil || !g.p.gating() {
 		return false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
 	h, waiting := g.held[name][req]
-	if g.open(now) || (waiting && (h.since.IsZero() || (!patient && now.Sub(h.since) >= g.maxHold))) {
+	if g.p.letThrough(h, waiting, g.open(now), patient, now) {
 		delete(g.held[name], req)
 		return false
 	}
@@ -151,13 +129,13 @@ func (g *gate) hold(name string, req reconcile.Request, patient bool) bool {
 
 // event says whether an event waits: the gate is closed (it is then kept, in order).
 func (g *gate) event(obj runtime.Object, ev render.Event) bool {
-	if g == nil || g.maxHold <= 0 {
+	if g == nil || !g.p.gating() {
 		return false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
-	if g.open(now) || len(g.events) >= maxHeldEvents {
+	if !g.p.holdEvent(len(g.events), g.open(now)) {
 		return false
 	}
 	g.events = append(g.events, heldEvent{obj, ev, now})
@@ -174,7 +152,7 @@ func (g *gate) release() []heldEvent {
 	open := g.open(now)
 	for name, reqs := range g.held {
 		for req, h := range reqs {
-			if h.since.IsZero() || (!open && (h.patient || now.Sub(h.since) < g.maxHold)) {
+			if !g.p.wake(h, open, now) {
 				continue
 			}
 			select {
@@ -184,10 +162,11 @@ func (g *gate) release() []heldEvent {
 			}
 		}
 	}
-	n := 0
-	for n < len(g.events) && n < eventsPerTick && (open || now.Sub(g.events[n].at) >= g.maxHold) {
-		n++
+	heldAt := make([]time.Time, 0, min(len(g.events), eventsPerTick))
+	for _, e := range g.events[:min(len(g.events), eventsPerTick)] {
+		heldAt = append(heldAt, e.at)
 	}
+	n := g.p.releaseEvents(heldAt, open, now)
 	out := g.events[:n:n]
 	g.events = g.events[n:]
 	return out
@@ -196,11 +175,11 @@ func (g *gate) release() []heldEvent {
 // Start runs the gate until ctx ends: every quiet/2 it wakes what may go, and records the
 // events that may. It runs in every replica (NeedLeaderElection).
 func (g *gate) Start(ctx context.Context) error {
-	if g.maxHold <= 0 {
+	if !g.p.gating() {
 		<-ctx.Done()
 		return nil
 	}
-	t := time.NewTicker(g.quiet / 2)
+	t := time.NewTicker(g.p.tick())
 	defer t.Stop()
 	for {
 		select {

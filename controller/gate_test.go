@@ -25,7 +25,7 @@ func TestGate(t *testing.T) {
 	}
 	ev := render.Event{Type: "Normal", Reason: "Created", Message: "x"}
 
-	g := newGate(10*time.Second, clock)
+	g := newGate(newPolicy(10*time.Second), clock)
 	ch := make(chan event.TypedGenericEvent[reconcile.Request], 8)
 	g.wake["Sandbox"] = ch
 	woken := func() (out []string) {
@@ -92,7 +92,7 @@ func TestGate(t *testing.T) {
 	}
 	done()
 
-	off := newGate(-1, clock)
+	off := newGate(newPolicy(-1), clock)
 	off.foreground()()
 	if !off.isOpen() {
 		t.Error("a gate with no hold is closed")

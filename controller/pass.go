@@ -67,7 +67,7 @@ func reconcileWith[O client.Object, S any, P planned[S]](ctx context.Context, x 
 		if x.gate.hold(kindOf(obj), req, true) {
 			// Held before the pass reads what it plans on (a pool's every member and Pod):
 			// that is most of what it would cost.
-			return ctrl.Result{RequeueAfter: x.gate.maxHold + time.Second}, nil
+			return ctrl.Result{RequeueAfter: x.gate.p.heldRetry()}, nil
 		}
 		ctx = context.WithValue(ctx, gatePassed{}, true) // not held again once planned
 	}

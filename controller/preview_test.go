@@ -29,6 +29,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/goldencase"
@@ -36,7 +37,7 @@ import (
 )
 
 // previewCase is a golden render case the controller can run. Its inputs are created as the
-// cluster stores them: v1alpha1 objects converted to v1beta1 (bundle.ConvertSources, what the
+// cluster stores them: v1alpha1 objects converted to v1beta1 (migrate.Objects, what the
 // render writes for them; the webhook's tests cover the conversion through the API server), and
 // an earlier render's children, which the render replaces, left out.
 type previewCase struct {
@@ -48,7 +49,7 @@ type previewCase struct {
 	ns   string
 	// config is the case's functionConfig, when it has one: the cluster gets its copy in the
 	// case's namespace, as the function writes it, and the controller renders from that.
-	config *renderconfig.SandboxRender
+	config *renderconfig.Config
 }
 
 // previewPartial are the golden render cases of which the cluster cannot show a part, with what
@@ -91,7 +92,7 @@ func previewCases(t *testing.T) (cases []*previewCase, partial map[string]string
 		if err != nil {
 			t.Fatal(err)
 		}
-		if objs, err = bundle.ConvertSources(objs); err != nil {
+		if objs, err = migrate.Objects(objs); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		c := &previewCase{name: name, opts: cfg.RenderOptions()}

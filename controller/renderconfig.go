@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -115,56 +115,65 @@ func governed(c client.Reader, list func() client.ObjectList) handler.MapFunc {
 	}
 }
 
-// SandboxRenderReconciler writes each SandboxRender's status: whether it is the config in force
-// in its namespace, at which generation, or why not, naming the field.
+// SandboxRenderReconciler writes each SandboxRender's status through the executor, under the
+// plan contract of the other kinds: renderconfig.PlanStatus decides it from the namespace's
+// resolution (whether it is the config in force, at which generation, or why not, naming the
+// field). A change to any SandboxRender of a namespace (added, changed, deleted) brings a pass of
+// each of them: one's arrival turns another's Ready False (two in one namespace), its deletion
+// True again.
 type SandboxRenderReconciler struct {
-	Client  client.Client
+	x       *executor
 	configs *renderConfigs
 }
 
-// SetupWithManager registers the reconciler: SandboxRenders, on a new generation.
+// SetupWithManager registers the reconciler: SandboxRenders, on a new generation, and the
+// others of the namespace of one that changes.
 func (r *SandboxRenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	generation := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxrender").
-		For(&renderv1alpha1.SandboxRender{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&renderv1alpha1.SandboxRender{}, generation).
+		Watches(&renderv1alpha1.SandboxRender{}, handler.EnqueueRequestsFromMapFunc(governed(mgr.GetClient(),
+			func() client.ObjectList { return &renderv1alpha1.SandboxRenderList{} })), generation).
 		WithLogConstructor(reconcileLogs(mgr.GetLogger(), "sandboxrender", renderv1alpha1.GroupVersion.Group, renderv1alpha1.SandboxRenderKind)).
 		Complete(r)
 }
 
-// Reconcile resolves the namespace of the SandboxRender and writes the status of every
-// SandboxRender there whose Ready condition the resolution changes (two conflicting objects
-// both say so).
+// Reconcile runs one pass over a SandboxRender: resolve its namespace, renderconfig.PlanStatus,
+// execute.
 func (r *SandboxRenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, items, err := r.configs.resolve(ctx, req.Namespace)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	for i := range items {
-		o := &items[i]
-		want, ok := res.Ready[o.Name]
-		if !ok || !o.DeletionTimestamp.IsZero() {
-			continue
-		}
-		updated := o.DeepCopy()
-		updated.Status.ObservedGeneration = o.Generation
-		meta.SetStatusCondition(&updated.Status.Conditions, want)
-		if updated.Status.ObservedGeneration == o.Status.ObservedGeneration && sameConditions(updated.Status.Conditions, o.Status.Conditions) {
-			continue
-		}
-		if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(o), client.FieldOwner(FieldManager)); client.IgnoreNotFound(err) != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("writing the status of SandboxRender %q: %w", o.Name, err)
-		}
-	}
-	return ctrl.Result{}, nil
+	return reconcileWith(ctx, r.x, r.configs, req, &renderv1alpha1.SandboxRender{}, r.observe, nil)
 }
 
-// sameConditions: no status, reason, message or observed generation differs (meta's
-// SetStatusCondition keeps the transition time of an unchanged status).
-func sameConditions(a, b []metav1.Condition) bool {
-	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
-		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message && x.ObservedGeneration == y.ObservedGeneration
-	})
+// observe resolves the namespace from the SandboxRenders the cache holds.
+func (r *SandboxRenderReconciler) observe(ctx context.Context, o *renderv1alpha1.SandboxRender, pc *passContext) (kindPass[renderv1alpha1.SandboxRenderStatus, *render.Plan[renderv1alpha1.SandboxRenderStatus]], error) {
+	res, _, err := r.configs.resolve(ctx, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return &renderConfigPass{o: o, res: res, now: pc.now}, nil
 }
+
+// renderConfigPass is a SandboxRender's pass: its namespace's resolution, for
+// renderconfig.PlanStatus. A SandboxRender has no children, so there are no steps to read back.
+type renderConfigPass struct {
+	o   *renderv1alpha1.SandboxRender
+	res renderconfig.Resolution
+	now time.Time
+}
+
+func (p *renderConfigPass) plan() *render.Plan[renderv1alpha1.SandboxRenderStatus] {
+	return renderconfig.PlanStatus(p.o, p.res, p.now)
+}
+
+func (p *renderConfigPass) saw(render.Step, client.Object) {}
+
+func (p *renderConfigPass) live(render.Step) client.Object { return nil }
+
+func (p *renderConfigPass) withStatus(st *renderv1alpha1.SandboxRenderStatus) client.Object {
+	o := p.o.DeepCopy()
+	o.Status = *st
+	return o
+}
+
+func (p *renderConfigPass) statusWritten(*render.Plan[renderv1alpha1.SandboxRenderStatus]) {}

@@ -75,7 +75,7 @@ func (p *sandboxPass) saw(s render.Step, obj client.Object) {
 
 func (p *sandboxPass) add(obj client.Object) {
 	p.found.Saw(render.Step{}, obj)
-	p.children[childKind(obj)+"/"+obj.GetName()] = obj
+	p.children[kindOf(obj)+"/"+obj.GetName()] = obj
 }
 
 func (p *sandboxPass) live(s render.Step) client.Object { return p.children[s.Kind+"/"+s.Name] }
@@ -120,7 +120,7 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *agentsv1beta1.Sandb
 		}
 	}
 	for _, o := range p.children {
-		r.x.expect.seen(keyOf(childKind(o), sb.Namespace, o.GetName()), true)
+		r.x.expect.seen(keyOf(kindOf(o), sb.Namespace, o.GetName()), true)
 	}
 	p.found.Annotations = r.x.expect.annotations(keyOf(agentsv1beta1.SandboxKind, sb.Namespace, sb.Name), sb.UID)
 	if name, read := render.PodToReadByName(sb, p.found); read {
@@ -133,19 +133,4 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *agentsv1beta1.Sandb
 		}
 	}
 	return p, nil
-}
-
-// childKind is the kind of a Sandbox's child.
-func childKind(obj client.Object) string {
-	switch obj.(type) {
-	case *corev1.Pod:
-		return "Pod"
-	case *corev1.Service:
-		return "Service"
-	case *corev1.PersistentVolumeClaim:
-		return "PersistentVolumeClaim"
-	case *networkingv1.NetworkPolicy:
-		return "NetworkPolicy"
-	}
-	return kindOf(obj)
 }

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandbox-gitops/sandbox-gitops/api/convert"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
-	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/goldencase"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
@@ -45,7 +45,7 @@ func TestV1alpha1RendersApplyToOurCRDs(t *testing.T) {
 		objs := readInput(t, dir)
 		alpha := false
 		for _, o := range objs {
-			alpha = alpha || migrate.IsV1alpha1(o.GetAPIVersion())
+			alpha = alpha || convert.IsV1alpha1(o.GetAPIVersion())
 		}
 		if !alpha {
 			continue

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/goldencase"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
@@ -239,7 +240,7 @@ func renderMutantErr(m mutant) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bundle.ConvertSources(out)
+	return migrate.Objects(out)
 }
 
 // richConfig is a SandboxRender config with every knob that reaches an object set, so that

@@ -23,6 +23,7 @@ import (
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/bundle"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/goldencase"
 )
@@ -34,8 +35,8 @@ type renderFunc func(objs []*unstructured.Unstructured) ([]byte, error)
 
 // TestGolden runs every case of testdata/render (declarative expansion of manifests) and
 // testdata/plan (one controller pass over Sandboxes and the children observed in the cluster).
-// A render case's warnings (bundle.Warnings, what the CLI and the function report beside a
-// render that succeeds) are a golden too: warnings.txt, absent when there are none.
+// A render case's warnings (bundle.Expansion.Warnings, what the CLI and the function report
+// beside a render that succeeds) are a golden too: warnings.txt, absent when there are none.
 func TestGolden(t *testing.T) {
 	suites := []struct {
 		dir        string
@@ -170,8 +171,14 @@ func runWarnings(t *testing.T, dir string, mk, warn func(goldencase.Config) rend
 	}
 	policy := func(objs []*unstructured.Unstructured) ([]byte, error) {
 		var b bytes.Buffer
-		for _, w := range bundle.NetworkPolicyWarnings(objs, cfg.RenderOptions()) {
-			b.WriteString(w.String() + "\n")
+		x, err := bundle.ExpandEntries(objs, cfg.RenderOptions(), false)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range x.Warnings {
+			if w.Kind == "SandboxTemplate" {
+				b.WriteString(w.String() + "\n")
+			}
 		}
 		return b.Bytes(), nil
 	}
@@ -263,7 +270,7 @@ func expandFunc(cfg goldencase.Config) renderFunc {
 			return nil, err
 		}
 		if !cfg.KeepSourceVersions {
-			if out, err = bundle.ConvertSources(out); err != nil {
+			if out, err = migrate.Objects(out); err != nil {
 				return nil, err
 			}
 		}
@@ -271,12 +278,16 @@ func expandFunc(cfg goldencase.Config) renderFunc {
 	}
 }
 
-// warningsFunc is the render's warnings, one line each: what bundle.Warnings says of the input
-// that renders (empty for none).
+// warningsFunc is the render's warnings, one line each: what bundle.Expansion's warnings say of
+// the input that renders (empty for none, and for input that does not render).
 func warningsFunc(cfg goldencase.Config) renderFunc {
 	return func(objs []*unstructured.Unstructured) ([]byte, error) {
 		var b bytes.Buffer
-		for _, w := range bundle.Warnings(objs, cfg.RenderOptions()) {
+		x, err := bundle.ExpandEntries(objs, cfg.RenderOptions(), false)
+		if err != nil {
+			return nil, nil
+		}
+		for _, w := range x.Warnings {
 			b.WriteString(w.String() + "\n")
 		}
 		return b.Bytes(), nil

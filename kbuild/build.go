@@ -394,6 +394,9 @@ func annotationsOf(n *kyaml.RNode) map[string]string {
 // kustomize then fixes the references to them in every object, rendered ones included.
 var renameRisk = regexp.MustCompile(`(?m)^\s*(namePrefix|nameSuffix|configMapGenerator|secretGenerator|vars)\s*:|kind:\s*(PrefixSuffixTransformer|PrefixTransformer|SuffixTransformer|HashTransformer|ConfigMapGenerator|SecretGenerator)\b|allowNameChange|needs-hash|config\.kubernetes\.io/local-config`)
 
+// fastBuild builds the tree without the render config (p.rewritten), then renders the result in
+// one pass in process (krm.Transform) and orders it as kustomize would; the reason, when the
+// tree has what could change names after the render, is the caller's cue to fall back.
 func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string, error) {
 	if _, err := readResults(fn.results); err != nil { // an earlier attempt's
 		return nil, "", err
@@ -439,19 +442,34 @@ func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string
 			return nil, "", err
 		}
 	}
-	// With origin annotations asked for, kustomize marks what the function made as configured by
-	// its config.
-	var origin string
-	if p.origins {
-		o := resource.Origin{ConfiguredIn: p.configRel, ConfiguredBy: kyaml.ResourceIdentifier{
-			TypeMeta: kyaml.TypeMeta{APIVersion: cfg.GetApiVersion(), Kind: cfg.GetKind()},
-			NameMeta: kyaml.NameMeta{Name: cfg.GetName(), Namespace: cfg.GetNamespace()},
-		}}
-		if origin, err = o.String(); err != nil {
-			return nil, "", err
-		}
+	origin, err := p.origin(cfg)
+	if err != nil {
+		return nil, "", err
 	}
-	resources := m.Resources()
+	list := fastObjects(out, m.Resources(), index, origin)
+	if err := sortLegacy(list, p.sort); err != nil {
+		return nil, "", err
+	}
+	return &Result{Objects: list, FastPath: true, Rendered: true, Sources: append(fs.paths(), abs(p.configAt)), read: fs.sources(), Warnings: warnings}, "", nil
+}
+
+// origin is the origin annotation kustomize gives what the function made when origin
+// annotations are asked for: configured by the config, in its file. "" when they are not.
+func (p *fastPlan) origin(cfg *kyaml.RNode) (string, error) {
+	if !p.origins {
+		return "", nil
+	}
+	o := resource.Origin{ConfiguredIn: p.configRel, ConfiguredBy: kyaml.ResourceIdentifier{
+		TypeMeta: kyaml.TypeMeta{APIVersion: cfg.GetApiVersion(), Kind: cfg.GetKind()},
+		NameMeta: kyaml.NameMeta{Name: cfg.GetName(), Namespace: cfg.GetNamespace()},
+	}}
+	return o.String()
+}
+
+// fastObjects are the function's output as a build's objects: an item passed through as the
+// resource kustomize built (resources, found by its index), an object the render made with the
+// origin annotation when there is one.
+func fastObjects(out []krm.Output, resources []*resource.Resource, index map[*kyaml.RNode]int, origin string) []Object {
 	list := make([]Object, 0, len(out))
 	for _, o := range out {
 		if o.Node != nil {
@@ -471,10 +489,7 @@ func fastBuild(dir string, fn function, p *fastPlan, e *elider) (*Result, string
 		g, v := resid.ParseGroupVersion(u.GetAPIVersion())
 		list = append(list, Object{ID: resid.NewResIdWithNamespace(resid.Gvk{Group: g, Version: v, Kind: u.GetKind()}, u.GetName(), u.GetNamespace()), obj: u.Object})
 	}
-	if err := sortLegacy(list, p.sort); err != nil {
-		return nil, "", err
-	}
-	return &Result{Objects: list, FastPath: true, Rendered: true, Sources: append(fs.paths(), abs(p.configAt)), read: fs.sources(), Warnings: warnings}, "", nil
+	return list
 }
 
 func objects(m resmap.ResMap) []Object {

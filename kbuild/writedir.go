@@ -134,43 +134,10 @@ func WriteDir(dir string, r *Result) (written, removed []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	docs, err := r.documents()
+	files, names, err := dirFiles(r)
 	if err != nil {
 		return nil, nil, err
 	}
-	namespaces := map[string]bool{}
-	for _, o := range r.Objects {
-		if ns := o.ID.EffectiveNamespace(); ns != resid.TotallyNotANamespace {
-			namespaces[ns] = true
-		}
-	}
-	keys := make([]fileKey, len(r.Objects))
-	for i, o := range r.Objects {
-		keys[i] = fileKey{GVK: o.ID.Gvk.StringWoEmptyField(), Name: o.ID.Name}
-		if ns := o.ID.EffectiveNamespace(); ns != resid.TotallyNotANamespace && len(namespaces) > 1 {
-			keys[i].Namespace = ns
-		}
-	}
-	fileNames, err := outputFileNames(keys)
-	if err != nil {
-		return nil, nil, err
-	}
-	files := map[string][]byte{}
-	for i, n := range fileNames {
-		files[n] = docs[i]
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Written by sandbox-render build --output-dir; do not edit.\nresources:\n"
-	for _, n := range names {
-		k += "- " + n + "\n"
-	}
-	files["kustomization.yaml"] = []byte(k)
-	names = append(names, "kustomization.yaml")
-
 	if err := os.MkdirAll(into, 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -218,6 +185,49 @@ func WriteDir(dir string, r *Result) (written, removed []string, err error) {
 		final[n] = true
 	}
 	return written, removed, writeMarker(into, final)
+}
+
+// dirFiles are the files WriteDir writes for r, by name: one per object, named by
+// outputFileNames (with the namespace only when r has several), and the kustomization.yaml
+// listing them; names are the files in the order written, the kustomization last.
+func dirFiles(r *Result) (files map[string][]byte, names []string, err error) {
+	docs, err := r.documents()
+	if err != nil {
+		return nil, nil, err
+	}
+	namespaces := map[string]bool{}
+	for _, o := range r.Objects {
+		if ns := o.ID.EffectiveNamespace(); ns != resid.TotallyNotANamespace {
+			namespaces[ns] = true
+		}
+	}
+	keys := make([]fileKey, len(r.Objects))
+	for i, o := range r.Objects {
+		keys[i] = fileKey{GVK: o.ID.Gvk.StringWoEmptyField(), Name: o.ID.Name}
+		if ns := o.ID.EffectiveNamespace(); ns != resid.TotallyNotANamespace && len(namespaces) > 1 {
+			keys[i].Namespace = ns
+		}
+	}
+	fileNames, err := outputFileNames(keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	files = map[string][]byte{}
+	for i, n := range fileNames {
+		files[n] = docs[i]
+	}
+	names = make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Written by sandbox-render build --output-dir; do not edit.\nresources:\n"
+	for _, n := range names {
+		k += "- " + n + "\n"
+	}
+	files["kustomization.yaml"] = []byte(k)
+	names = append(names, "kustomization.yaml")
+	return files, names, nil
 }
 
 func writeMarker(dir string, names map[string]bool) error {

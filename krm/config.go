@@ -10,10 +10,10 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
 
-// The functionConfig is renderconfig's SandboxRender, which the controller reads too. That it
-// defaults and validates itself as kyaml's framework expects is checked here rather than in
-// renderconfig, so that the controller does not link the framework.
+// The functionConfig is a SandboxRender as renderconfig reads it (its Config), as the controller
+// reads it too. That it defaults and validates itself as kyaml's framework expects is checked
+// here rather than in renderconfig, so that the controller does not link the framework.
 var (
-	_ framework.Defaulter = &renderconfig.SandboxRender{}
-	_ framework.Validator = &renderconfig.SandboxRender{}
+	_ framework.Defaulter = &renderconfig.Config{}
+	_ framework.Validator = &renderconfig.Config{}
 )

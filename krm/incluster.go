@@ -21,7 +21,7 @@ import (
 // A SandboxRender among the items in such a namespace is the config of a render before this one
 // (a base rendered already): of the same name, the copy replaces it (replaced); of another name,
 // the namespace would hold two, which the controller refuses, so it is an error on that item.
-func configCopies(cfg *renderconfig.SandboxRender, hasConfig bool, objs []*unstructured.Unstructured) (copies []*unstructured.Unstructured, replaced map[*unstructured.Unstructured]bool, err error) {
+func configCopies(cfg *renderconfig.Config, hasConfig bool, objs []*unstructured.Unstructured) (copies []*unstructured.Unstructured, replaced map[*unstructured.Unstructured]bool, err error) {
 	if !hasConfig || !*cfg.Spec.KeepSources {
 		return nil, nil, nil
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
 	"github.com/sandbox-gitops/sandbox-gitops/internal/quote"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
+	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 	"github.com/sandbox-gitops/sandbox-gitops/renderconfig"
 )
@@ -129,11 +130,11 @@ func process(fc *kyaml.RNode, listed []source, results *framework.Results, encod
 		*results = append(*results, bad...)
 		return unchanged(len(listed)), nil
 	}
-	entries, converted, err := in.expand(encode)
+	x, converted, err := in.expand(encode)
 	if err != nil {
 		return in.refuse(results, err)
 	}
-	*results = append(*results, in.warnings()...)
+	*results = append(*results, in.warnings(x.Warnings)...)
 	if in.cfg.Spec.Mode == renderconfig.ModeValidate {
 		*results = append(*results, &framework.Result{Severity: framework.Info,
 			Message: fmt.Sprintf("%d objects checked; the agent-sandbox ones render without error", len(in.objs))})
@@ -143,13 +144,15 @@ func process(fc *kyaml.RNode, listed []source, results *framework.Results, encod
 	if err != nil {
 		return in.refuse(results, err)
 	}
-	return in.items(entries, converted, copies, replaced), nil
+	return in.items(x.Entries, converted, copies, replaced), nil
 }
 
 // input is what one run of the function works on: its config, and every item (the listed ones,
 // then the functionConfig's spec.resources) as its source and as its object.
 type input struct {
-	cfg       *renderconfig.SandboxRender
+	cfg *renderconfig.Config
+	// opts are cfg's render options, computed once for the expansion and its warnings alike.
+	opts      render.Options
 	listed    int            // how many of srcs are listed items
 	srcs      []source       // the listed items, then spec.resources
 	generated []*kyaml.RNode // spec.resources as nodes, to be written as they are
@@ -165,7 +168,7 @@ func readInput(fc *kyaml.RNode, listed []source) (in *input, bad framework.Resul
 	if err != nil || len(bad) > 0 {
 		return nil, bad, err
 	}
-	in = &input{cfg: cfg, listed: len(listed)}
+	in = &input{cfg: cfg, opts: cfg.Options(), listed: len(listed)}
 	if err := in.addResources(listed); err != nil {
 		return nil, nil, err
 	}
@@ -179,7 +182,7 @@ func readInput(fc *kyaml.RNode, listed []source) (in *input, bad framework.Resul
 // per problem of a field, naming the field: the function's answer to it is the input unchanged,
 // not a failure to run. Their messages name no line: the function reads its config from the
 // ResourceList, and the lines there are not the file's.
-func readConfig(fc *kyaml.RNode) (*renderconfig.SandboxRender, framework.Results, error) {
+func readConfig(fc *kyaml.RNode) (*renderconfig.Config, framework.Results, error) {
 	var cfgData []byte
 	if fc != nil {
 		s, err := fc.String()
@@ -256,22 +259,22 @@ func (in *input) refuse(results *framework.Results, err error) ([]item, error) {
 // sources kept to v1beta1: converted holds them by index; other items stay as they were. Only
 // sources can be v1alpha1 (or the pools a conversion looks up), so converting the sources kept
 // is converting the whole expansion.
-func (in *input) expand(encode bool) ([]bundle.Entry, map[int]*unstructured.Unstructured, error) {
-	entries, err := bundle.ExpandEntries(in.objs, in.cfg.Options(), encode)
+func (in *input) expand(encode bool) (*bundle.Expansion, map[int]*unstructured.Unstructured, error) {
+	x, err := bundle.ExpandEntries(in.objs, in.opts, encode)
 	if err != nil {
 		return nil, nil, err
 	}
 	converted := map[int]*unstructured.Unstructured{}
 	if !*in.cfg.Spec.KeepSources || in.cfg.Spec.KeepSourceVersions {
-		return entries, converted, nil
+		return x, converted, nil
 	}
 	var kept []*unstructured.Unstructured
-	for _, e := range entries {
+	for _, e := range x.Entries {
 		if e.Input >= 0 {
 			kept = append(kept, in.objs[e.Input])
 		}
 	}
-	conv, err := bundle.ConvertSources(kept)
+	conv, err := migrate.Objects(kept)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -280,14 +283,14 @@ func (in *input) expand(encode bool) ([]bundle.Entry, map[int]*unstructured.Unst
 			converted[in.index[kept[i]]] = u
 		}
 	}
-	return entries, converted, nil
+	return x, converted, nil
 }
 
-// warnings are bundle.Warnings as results: the Sandboxes a preview at spec.now renders as past
-// their shutdownTime, so a reviewer sees why their children are missing, and the templates whose
-// own NetworkPolicy shuts out the router or DNS.
-func (in *input) warnings() framework.Results {
-	return WarningResults(bundle.Warnings(in.objs, in.cfg.Options()), in.objs, func(u *unstructured.Unstructured, _ string) (*framework.File, int) {
+// warnings are the expansion's warnings as results: the Sandboxes a preview at spec.now renders
+// as past their shutdownTime, so a reviewer sees why their children are missing, and the
+// templates whose own NetworkPolicy shuts out the router or DNS.
+func (in *input) warnings(ws []bundle.Warning) framework.Results {
+	return WarningResults(ws, in.objs, func(u *unstructured.Unstructured, _ string) (*framework.File, int) {
 		return in.fileOfObject(u), 0
 	})
 }

@@ -132,7 +132,17 @@ type v2Entry struct {
 // writes plain, single-quoted or double-quoted (folded past column 80 as it folds them), the
 // known keys and tags, no empty mapping; for anything else it returns false and go-yaml runs.
 func appendResult(buf []byte, r *framework.Result) ([]byte, bool) {
-	// The keys in go-yaml's order (sorted; each of these sorts the same by bytes).
+	top, ok := resultEntries(r)
+	if !ok || len(top) == 0 {
+		return buf, false
+	}
+	return emitEntries(buf, top)
+}
+
+// resultEntries are r's keys and values in go-yaml's order (sorted; each of these sorts the same
+// by bytes); false when r holds what appendResult does not write (a value that is not a string,
+// a tag of someone else's).
+func resultEntries(r *framework.Result) ([]v2Entry, bool) {
 	var top []v2Entry
 	if f := r.Field; f != nil {
 		var sub []v2Entry
@@ -146,7 +156,7 @@ func appendResult(buf []byte, r *framework.Result) ([]byte, bool) {
 			}
 			s, isString := kv.v.(string)
 			if !isString {
-				return buf, false
+				return nil, false
 			}
 			sub = append(sub, v2Entry{key: kv.key, str: s})
 		}
@@ -185,13 +195,16 @@ func appendResult(buf []byte, r *framework.Result) ([]byte, bool) {
 			}
 		}
 		if len(sub) != len(r.Tags) {
-			return buf, false // a tag of someone else's: its key is not known to sort or write plain
+			return nil, false // a tag of someone else's: its key is not known to sort or write plain
 		}
 		top = append(top, v2Entry{key: "tags", isMap: true, sub: sub})
 	}
-	if len(top) == 0 {
-		return buf, false
-	}
+	return top, true
+}
+
+// emitEntries appends top as one item of a block list, as go-yaml v2 writes it; false (and buf
+// as it was) when go-yaml would write something this emitter does not.
+func emitEntries(buf []byte, top []v2Entry) ([]byte, bool) {
 	size := 64
 	for _, t := range top {
 		size += len(t.key) + len(t.str) + 16

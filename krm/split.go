@@ -31,24 +31,48 @@ func readSplit(data []byte) (*framework.ResourceList, []source, [][]byte, bool) 
 		return nil, nil, nil, false // the whole reading reports it, with the document and line
 	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	itemsAt := -1 // 0-based line of "items:"
+	itemsAt, starts, end, ok := itemLayout(lines)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	rl, ok := readFrame(lines, len(data), itemsAt, end)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	srcs, pos, ok := readItemsSplit(lines, starts, end)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	texts := sourceTexts(data, pos, end)
+	for _, t := range texts {
+		if t == nil {
+			return nil, nil, nil, false
+		}
+	}
+	return rl, srcs, texts, true
+}
+
+// itemLayout finds the lines of the list's items: the 0-based line of "items:", each item's first
+// line (a "- " at column 0) and the line after the last item (the next top-level key, or the
+// end); false for any other layout.
+func itemLayout(lines [][]byte) (itemsAt int, starts []int, end int, ok bool) {
+	itemsAt = -1
 	for i, l := range lines {
 		switch {
 		case len(l) > 0 && l[0] == '%', yamlread.IsDocumentMarker(l):
-			return nil, nil, nil, false
+			return 0, nil, 0, false
 		case string(bytes.TrimRight(l, " \r\n")) == "items:":
 			if itemsAt >= 0 {
-				return nil, nil, nil, false
+				return 0, nil, 0, false
 			}
 			itemsAt = i
 		}
 	}
 	if itemsAt < 0 {
-		return nil, nil, nil, false
+		return 0, nil, 0, false
 	}
 	// The items run from the first "- " line after "items:" to the next top-level key.
-	var starts []int // 0-based first line of each item
-	end := len(lines)
+	end = len(lines)
 	for i := itemsAt + 1; i < len(lines); i++ {
 		l := lines[i]
 		switch {
@@ -59,19 +83,21 @@ func readSplit(data []byte) (*framework.ResourceList, []source, [][]byte, bool) 
 		case l[0] != ' ' && l[0] != '\t' && l[0] != '#':
 			end = i
 		default:
-			return nil, nil, nil, false
+			return 0, nil, 0, false
 		}
 		if end < len(lines) {
 			break
 		}
 	}
-	if len(starts) == 0 {
-		return nil, nil, nil, false
-	}
+	return itemsAt, starts, end, len(starts) > 0
+}
 
-	// The rest of the document, the items' lines blanked out.
+// readFrame parses the rest of the document (of size bytes), the items' lines blanked out so
+// that every line keeps its number, and checks it as the whole reading would: one ResourceList,
+// its items key where itemLayout found it, nothing else wrong with it.
+func readFrame(lines [][]byte, size, itemsAt, end int) (*framework.ResourceList, bool) {
 	var frame bytes.Buffer
-	frame.Grow(len(data) / 8)
+	frame.Grow(size / 8)
 	for i, l := range lines {
 		if i > itemsAt && i < end {
 			frame.WriteByte('\n')
@@ -81,20 +107,26 @@ func readSplit(data []byte) (*framework.ResourceList, []source, [][]byte, bool) 
 	}
 	var doc kyaml.Node
 	if err := kyaml.NewDecoder(&frame).Decode(&doc); err != nil || len(doc.Content) != 1 {
-		return nil, nil, nil, false
+		return nil, false
 	}
 	root := doc.Content[0]
 	if root.Kind != kyaml.MappingNode {
-		return nil, nil, nil, false
+		return nil, false
 	}
 	if items := itemsKey(root); items == nil || items.Line != itemsAt+1 {
-		return nil, nil, nil, false
+		return nil, false
 	}
 	rl, _, bad := checkRoot(root)
 	if bad != nil || len(rl.Items) > 0 {
-		return nil, nil, nil, false
+		return nil, false
 	}
+	return rl, true
 
+}
+
+// readItemsSplit parses each item on its own, on every core, into its source and its place in the
+// text; false if any item reads differently alone (see readSplit).
+func readItemsSplit(lines [][]byte, starts []int, end int) ([]source, []itemPos, bool) {
 	srcs := make([]source, len(starts))
 	pos := make([]itemPos, len(starts))
 	ok := make([]bool, len(starts))
@@ -111,16 +143,10 @@ func readSplit(data []byte) (*framework.ResourceList, []source, [][]byte, bool) 
 	})
 	for _, good := range ok {
 		if !good {
-			return nil, nil, nil, false
+			return nil, nil, false
 		}
 	}
-	texts := sourceTexts(data, pos, end)
-	for _, t := range texts {
-		if t == nil {
-			return nil, nil, nil, false
-		}
-	}
-	return rl, srcs, texts, true
+	return srcs, pos, true
 }
 
 // parseItem parses one item's lines (the first starting with "- ", the others indented by two

@@ -38,7 +38,7 @@ func TestAgreesWithTypedConversion(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, o := range objs {
-			if !migrate.IsV1alpha1(o.GetAPIVersion()) {
+			if !convert.IsV1alpha1(o.GetAPIVersion()) {
 				continue
 			}
 			n, err := kyaml.FromMap(o.Object)

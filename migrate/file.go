@@ -162,6 +162,19 @@ func (f *File) Pools(add func(namespace, name, template string)) {
 	}
 }
 
+// FilesOptions are the Options for converting files together: a claim is checked against the
+// pools of every one of them, wherever they are.
+func FilesOptions(files []*File) Options {
+	pools := map[[2]string]string{}
+	for _, f := range files {
+		f.Pools(func(ns, name, tmpl string) { pools[[2]string{ns, name}] = tmpl })
+	}
+	return Options{PoolTemplate: func(ns, name string) (string, bool) {
+		tmpl, ok := pools[[2]string{ns, name}]
+		return tmpl, ok
+	}}
+}
+
 // pool calls add if obj is a SandboxWarmPool.
 func pool(obj *kyaml.Node, add func(namespace, name, template string)) {
 	_, av := get(obj, "apiVersion")

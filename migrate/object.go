@@ -1,7 +1,8 @@
 // Package migrate rewrites v1alpha1 agent-sandbox objects as v1beta1, the version our CRDs store
-// and serve, by editing their YAML nodes: the edits are upstream's conversion rules (the ones
-// api/convert applies to typed objects), and everything they do not touch (comments, key order,
-// quoting, anchors, other documents) is kept. It is pure: bytes or nodes in, bytes or nodes out.
+// and serve, by editing their YAML nodes: the edits are upstream's conversion rules, asked of
+// api/convert (the one home of the rules, which the webhook and the render's edge call too), and
+// everything they do not touch (comments, key order, quoting, anchors, other documents) is kept.
+// It is pure: bytes or nodes in, bytes or nodes out.
 //
 // A conversion that would lose information the v1alpha1 object carries is refused with an error
 // naming the field, never done silently; where the loss depends on objects migrate cannot see, it
@@ -21,6 +22,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/sandbox-gitops/sandbox-gitops/api/convert"
+	extv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1alpha1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
@@ -30,11 +32,6 @@ const (
 	extensionsGroup = "extensions.agents.x-k8s.io"
 	fromVersion     = "v1alpha1"
 	toVersion       = "v1beta1"
-
-	// VolumeClaimTemplatesPolicyAnnotation is where upstream keeps a template's
-	// volumeClaimTemplatesPolicy while it is read through v1alpha1 (api/convert has the same).
-	VolumeClaimTemplatesPolicyAnnotation = "api.agents.x-k8s.io/v1beta1-volume-claim-templates-policy"
-	shadowPoolPrefix                     = "shadow-pool-"
 )
 
 // Options are what a conversion may know beyond the object itself.
@@ -76,11 +73,6 @@ func (r *Result) Failed() bool {
 		}
 	}
 	return false
-}
-
-// IsV1alpha1 reports whether an apiVersion is one of the two v1alpha1 agent-sandbox groups.
-func IsV1alpha1(apiVersion string) bool {
-	return apiVersion == agentsGroup+"/"+fromVersion || apiVersion == extensionsGroup+"/"+fromVersion
 }
 
 // Object converts n in place if it is a v1alpha1 agent-sandbox object; other objects are left
@@ -146,7 +138,7 @@ func (c *converter) object(obj *yaml) {
 		c.list(obj)
 		return
 	}
-	if !IsV1alpha1(av.Value) {
+	if !convert.IsV1alpha1(av.Value) {
 		return
 	}
 	group := strings.TrimSuffix(av.Value, "/"+fromVersion)
@@ -198,18 +190,7 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 		c.fail(v, field.Invalid(p, v.Value, "not what the conversion webhook writes (a JSON object); remove it or export the object as v1beta1"))
 		return false
 	}
-	restorable := map[string]bool{}
-	switch {
-	case group == agentsGroup && kind == "Sandbox":
-		restorable["nodeName"] = true
-	case group == extensionsGroup && kind == "SandboxWarmPool":
-		restorable["observedGeneration"], restorable["replicas"] = true, true
-		// Our extensions: the controller writes the rollout status on every pool, so nearly
-		// every pool exported through v1alpha1 carries it.
-		for _, k := range []string{"progressDeadlineSeconds", "rollingUpdate", "updatedReplicas", "updatedReadyReplicas", "conditions"} {
-			restorable[k] = true
-		}
-	}
+	restorable := restorableKept(group, kind)
 	var other []string
 	for key := range kept {
 		if !restorable[key] {
@@ -222,6 +203,49 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 			"(kubectl get <kind>.v1beta1.<group> -o yaml)", strings.Join(other, ", "))))
 		return false
 	}
+	if !c.restoreScalars(obj, kept, p, v) {
+		return false
+	}
+	if raw, ok := kept["conditions"]; ok && !c.restoreConditions(obj, raw, p.Child("conditions"), v) {
+		return false
+	}
+	if raw, ok := kept["replicas"]; ok && !c.restorePoolReplicas(obj, raw, p.Child("replicas"), v) {
+		return false
+	}
+	if raw, ok := kept["rollingUpdate"]; ok && !c.restoreRollingUpdate(obj, raw, p.Child("rollingUpdate"), v) {
+		return false
+	}
+	if len(ann.Content) == 2 {
+		annKey, _ := get(md, "annotations")
+		c.deletePair(md, annKey, ann) // no empty map left behind, as the webhook leaves none
+	} else {
+		c.deletePair(ann, k, v)
+	}
+	return len(c.res.Findings) == before
+}
+
+// restorableKept are the keys of the webhook's annotation that a v1alpha1 object of the kind can
+// give back to v1beta1.
+func restorableKept(group, kind string) map[string]bool {
+	restorable := map[string]bool{}
+	switch {
+	case group == agentsGroup && kind == "Sandbox":
+		restorable["nodeName"] = true
+	case group == extensionsGroup && kind == "SandboxWarmPool":
+		restorable["observedGeneration"], restorable["replicas"] = true, true
+		// Our extensions: the controller writes the rollout status on every pool, so nearly
+		// every pool exported through v1alpha1 carries it.
+		for _, k := range []string{"progressDeadlineSeconds", "rollingUpdate", "updatedReplicas", "updatedReadyReplicas", "conditions"} {
+			restorable[k] = true
+		}
+	}
+	return restorable
+}
+
+// restoreScalars puts back the kept values that are one scalar each (a Sandbox's nodeName, a
+// pool's observedGeneration and rollout counts). It reports false when one is not what the
+// webhook writes.
+func (c *converter) restoreScalars(obj *yaml, kept map[string]json.RawMessage, p *field.Path, v *yaml) bool {
 	if raw, ok := kept["nodeName"]; ok {
 		var name string
 		if json.Unmarshal(raw, &name) != nil {
@@ -250,22 +274,7 @@ func (c *converter) restoreWebhookKept(obj *yaml, group, kind string) bool {
 			c.putScalar(obj, f.section, f.key, strconv.Itoa(int(n)), "!!int")
 		}
 	}
-	if raw, ok := kept["conditions"]; ok && !c.restoreConditions(obj, raw, p.Child("conditions"), v) {
-		return false
-	}
-	if raw, ok := kept["replicas"]; ok && !c.restorePoolReplicas(obj, raw, p.Child("replicas"), v) {
-		return false
-	}
-	if raw, ok := kept["rollingUpdate"]; ok && !c.restoreRollingUpdate(obj, raw, p.Child("rollingUpdate"), v) {
-		return false
-	}
-	if len(ann.Content) == 2 {
-		annKey, _ := get(md, "annotations")
-		c.deletePair(md, annKey, ann) // no empty map left behind, as the webhook leaves none
-	} else {
-		c.deletePair(ann, k, v)
-	}
-	return len(c.res.Findings) == before
+	return true
 }
 
 // restorePoolReplicas puts back a pool's spec.replicas as v1beta1 had it, while the v1alpha1
@@ -459,12 +468,9 @@ func (c *converter) sandbox(obj *yaml) {
 			c.fail(v, field.Invalid(p, v.Value, "v1alpha1 replicas is 0 or 1 (it becomes operatingMode Suspended or Running)"))
 			return
 		}
-		mode := "Running"
-		if r == 0 {
-			mode = "Suspended"
-		}
+		r32 := int32(r)
 		c.renameKey(k, "operatingMode")
-		c.setScalar(v, mode)
+		c.setScalar(v, string(convert.OperatingMode(&r32)))
 	}
 	if status := c.mapping(obj, "status", field.NewPath("status")); status != nil {
 		if k, v := get(status, "replicas"); k != nil {
@@ -484,7 +490,7 @@ func (c *converter) template(obj *yaml) {
 	if anns == nil {
 		return
 	}
-	k, v := get(anns, VolumeClaimTemplatesPolicyAnnotation)
+	k, v := get(anns, convert.VolumeClaimTemplatesPolicyAnnotation)
 	if k == nil {
 		return
 	}
@@ -495,11 +501,11 @@ func (c *converter) template(obj *yaml) {
 		return
 	}
 	if pk, _ := get(spec, "volumeClaimTemplatesPolicy"); pk != nil {
-		c.fail(pk, field.Forbidden(specPath.Child("volumeClaimTemplatesPolicy"), "not a v1alpha1 field, and the "+VolumeClaimTemplatesPolicyAnnotation+" annotation sets it too"))
+		c.fail(pk, field.Forbidden(specPath.Child("volumeClaimTemplatesPolicy"), "not a v1alpha1 field, and the "+convert.VolumeClaimTemplatesPolicyAnnotation+" annotation sets it too"))
 		return
 	}
 	if v.Kind != kyaml.ScalarNode {
-		c.fail(v, field.Invalid(annPath.Key(VolumeClaimTemplatesPolicyAnnotation), v.Value, "must be a string"))
+		c.fail(v, field.Invalid(annPath.Key(convert.VolumeClaimTemplatesPolicyAnnotation), v.Value, "must be a string"))
 		return
 	}
 	policy := v.Value
@@ -562,10 +568,9 @@ func (c *converter) claim(obj *yaml) {
 		policy = policyNode.Value
 	}
 
-	var pool string
+	pool := convert.ClaimWarmPool(policy, template, c.res.Name, c.statusSandboxName(obj))
 	switch {
-	case policy != "none" && policy != "default" && policy != "":
-		pool = policy
+	case extv1alpha1.WarmPoolPolicy(policy).IsSpecificPool():
 		ns := c.res.Namespace
 		if c.opts.PoolTemplate != nil {
 			if pt, known := c.opts.PoolTemplate(ns, pool); known && pt != template {
@@ -577,16 +582,9 @@ func (c *converter) claim(obj *yaml) {
 					"dropped: a v1beta1 claim takes its template from its pool %q, which is not among the inputs; check that it uses template %q", pool, template)))
 			}
 		}
-	default:
-		if sb := c.statusSandboxName(obj); sb != "" && sb != c.res.Name && strings.LastIndexByte(sb, '-') > 0 {
-			pool = sb[:strings.LastIndexByte(sb, '-')]
-		} else {
-			pool = shadowPoolPrefix + template
-		}
-		if policy == "none" {
-			c.warn(policyNode, field.Invalid(policyPath, policy, fmt.Sprintf(
-				"v1beta1 has no way to say no warm pool; converted as upstream converts it, to warmPoolRef %q; give that pool replicas: 0 so the claim never takes a warm Sandbox", pool)))
-		}
+	case policy == "none":
+		c.warn(policyNode, field.Invalid(policyPath, policy, fmt.Sprintf(
+			"v1beta1 has no way to say no warm pool; converted as upstream converts it, to warmPoolRef %q; give that pool replicas: 0 so the claim never takes a warm Sandbox", pool)))
 	}
 	c.renameKey(refKey, "warmPoolRef")
 	c.setScalar(tmplNode, pool)

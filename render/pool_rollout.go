@@ -93,29 +93,7 @@ type poolRollout struct {
 // so that the deadline has passed by then.
 func poolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmPoolStatus, members []*agentsv1beta1.Sandbox, r poolRollout, now time.Time) (extv1beta1.SandboxWarmPoolStatus, time.Duration) {
 	deadline := progressDeadline(pool)
-	var stuck *agentsv1beta1.Sandbox
-	var next time.Duration
-	st.UpdatedReplicas, st.UpdatedReadyReplicas = 0, 0
-	for _, m := range members {
-		if m.DeletionTimestamp != nil || !r.TemplateFound || r.Stale[m] {
-			continue
-		}
-		st.UpdatedReplicas++
-		if meta.IsStatusConditionTrue(m.Status.Conditions, agentsv1beta1.ConditionReady) {
-			st.UpdatedReadyReplicas++
-			continue
-		}
-		// Exceeded once it has existed for longer than the deadline: at the deadline itself it
-		// has not, yet.
-		if due := m.CreationTimestamp.Add(deadline); now.After(due) {
-			if stuck == nil || m.CreationTimestamp.Before(&stuck.CreationTimestamp) ||
-				m.CreationTimestamp.Equal(&stuck.CreationTimestamp) && m.Name < stuck.Name {
-				stuck = m
-			}
-		} else if d := due.Sub(now) + time.Second; next == 0 || d < next {
-			next = d
-		}
-	}
+	stuck, next := countUpdated(&st, members, r, deadline, now)
 	stale := st.Replicas - st.UpdatedReplicas
 	if !r.TemplateFound {
 		stale = 0 // nothing is judged stale without a template
@@ -146,30 +124,10 @@ func poolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 
-	minimum, message := replicas(pool), fmt.Sprintf("%d of %d members Ready", st.ReadyReplicas, replicas(pool))
-	if r.Rolling != nil && r.Rolling.MaxUnavailable > 0 {
-		minimum -= int32(min(r.Rolling.MaxUnavailable, int(minimum)))
-		message += fmt.Sprintf(" (at least %d wanted: maxUnavailable %d)", minimum, r.Rolling.MaxUnavailable)
-	}
-	available := metav1.Condition{Type: extv1beta1.SandboxWarmPoolAvailable, Status: metav1.ConditionFalse, Reason: extv1beta1.MinimumReplicasUnavailableReason,
-		Message: message}
-	if st.ReadyReplicas >= minimum {
-		available.Status, available.Reason = metav1.ConditionTrue, extv1beta1.MinimumReplicasAvailableReason
-	}
+	available := availableCondition(pool, st, r)
 	set(available)
 
-	counts := fmt.Sprintf("%d updated, %d updated Ready, %d desired", st.UpdatedReplicas, st.UpdatedReadyReplicas, r.Desired)
-	if r.Rolling != nil && r.TemplateFound {
-		counts = fmt.Sprintf("%d updated %s, %d updated Ready, %d desired", st.UpdatedReplicas, rollout, st.UpdatedReadyReplicas, r.Desired)
-	}
-	switch {
-	case stale > 0 && !r.ReplacesStale:
-		counts += fmt.Sprintf("; %d %s from an older template, replaced as %s claimed (updateStrategy %s)",
-			stale, plural(stale, "member is", "members are"), plural(stale, "it is", "they are"), updateStrategy(pool))
-	case stale > 0 && r.Rolling != nil:
-		counts += fmt.Sprintf("; %d %s from an older template, replaced a few at a time (updateStrategy RollingUpdate, maxSurge %d, maxUnavailable %d)",
-			stale, plural(stale, "member is", "members are"), r.Rolling.MaxSurge, r.Rolling.MaxUnavailable)
-	}
+	counts := rolloutCounts(pool, st, r, stale, rollout)
 	progressing := metav1.Condition{Type: extv1beta1.SandboxWarmPoolProgressing}
 	switch {
 	case !r.TemplateFound:
@@ -204,6 +162,69 @@ func poolRolloutStatus(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWa
 	}
 	set(progressing)
 	return st, next
+}
+
+// countUpdated counts into st the members made from the current template and those of them
+// Ready, and finds the oldest of them past the progress deadline (stuck, nil for none) and when
+// the next one not Ready will be (next, zero for none).
+func countUpdated(st *extv1beta1.SandboxWarmPoolStatus, members []*agentsv1beta1.Sandbox, r poolRollout, deadline time.Duration, now time.Time) (stuck *agentsv1beta1.Sandbox, next time.Duration) {
+	st.UpdatedReplicas, st.UpdatedReadyReplicas = 0, 0
+	for _, m := range members {
+		if m.DeletionTimestamp != nil || !r.TemplateFound || r.Stale[m] {
+			continue
+		}
+		st.UpdatedReplicas++
+		if meta.IsStatusConditionTrue(m.Status.Conditions, agentsv1beta1.ConditionReady) {
+			st.UpdatedReadyReplicas++
+			continue
+		}
+		// Exceeded once it has existed for longer than the deadline: at the deadline itself it
+		// has not, yet.
+		if due := m.CreationTimestamp.Add(deadline); now.After(due) {
+			if stuck == nil || m.CreationTimestamp.Before(&stuck.CreationTimestamp) ||
+				m.CreationTimestamp.Equal(&stuck.CreationTimestamp) && m.Name < stuck.Name {
+				stuck = m
+			}
+		} else if d := due.Sub(now) + time.Second; next == 0 || d < next {
+			next = d
+		}
+	}
+	return stuck, next
+}
+
+// availableCondition is the pool's Available condition: True with enough members Ready, all it
+// wants or, under RollingUpdate, all but maxUnavailable, as a Deployment's.
+func availableCondition(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmPoolStatus, r poolRollout) metav1.Condition {
+	minimum, message := replicas(pool), fmt.Sprintf("%d of %d members Ready", st.ReadyReplicas, replicas(pool))
+	if r.Rolling != nil && r.Rolling.MaxUnavailable > 0 {
+		minimum -= int32(min(r.Rolling.MaxUnavailable, int(minimum)))
+		message += fmt.Sprintf(" (at least %d wanted: maxUnavailable %d)", minimum, r.Rolling.MaxUnavailable)
+	}
+	available := metav1.Condition{Type: extv1beta1.SandboxWarmPoolAvailable, Status: metav1.ConditionFalse, Reason: extv1beta1.MinimumReplicasUnavailableReason,
+		Message: message}
+	if st.ReadyReplicas >= minimum {
+		available.Status, available.Reason = metav1.ConditionTrue, extv1beta1.MinimumReplicasAvailableReason
+	}
+	return available
+}
+
+// rolloutCounts is the part of the Progressing message that counts the members: updated,
+// updated Ready and desired (naming the rollout under RollingUpdate), and the stale members
+// left and how they go.
+func rolloutCounts(pool *extv1beta1.SandboxWarmPool, st extv1beta1.SandboxWarmPoolStatus, r poolRollout, stale int32, rollout string) string {
+	counts := fmt.Sprintf("%d updated, %d updated Ready, %d desired", st.UpdatedReplicas, st.UpdatedReadyReplicas, r.Desired)
+	if r.Rolling != nil && r.TemplateFound {
+		counts = fmt.Sprintf("%d updated %s, %d updated Ready, %d desired", st.UpdatedReplicas, rollout, st.UpdatedReadyReplicas, r.Desired)
+	}
+	switch {
+	case stale > 0 && !r.ReplacesStale:
+		counts += fmt.Sprintf("; %d %s from an older template, replaced as %s claimed (updateStrategy %s)",
+			stale, plural(stale, "member is", "members are"), plural(stale, "it is", "they are"), updateStrategy(pool))
+	case stale > 0 && r.Rolling != nil:
+		counts += fmt.Sprintf("; %d %s from an older template, replaced a few at a time (updateStrategy RollingUpdate, maxSurge %d, maxUnavailable %d)",
+			stale, plural(stale, "member is", "members are"), r.Rolling.MaxSurge, r.Rolling.MaxUnavailable)
+	}
+	return counts
 }
 
 // rollingStalled reports whether a RollingUpdate's rollout that is not complete has made no

@@ -176,6 +176,8 @@ func podScheduledCondition(obs sandboxStatusInputs, owned bool) *metav1.Conditio
 	return c
 }
 
+// readyCondition is a Sandbox's Ready condition as upstream's controller sets it: an error of the
+// pass, suspension or the Pod's end first, then the Pod's readiness and the Service's existence.
 func readyCondition(sb *agentsv1beta1.Sandbox, obs sandboxStatusInputs) metav1.Condition {
 	c := metav1.Condition{
 		Type:   agentsv1beta1.ConditionReady,
@@ -212,28 +214,7 @@ func readyCondition(sb *agentsv1beta1.Sandbox, obs sandboxStatusInputs) metav1.C
 		}
 	}
 
-	message := "Pod does not exist"
-	podReady := false
-	if pod != nil {
-		message = "Pod exists with phase: " + string(pod.Status.Phase)
-		if pod.Status.Phase == corev1.PodRunning {
-			message = "Pod is Running but not Ready"
-			for _, pc := range pod.Status.Conditions {
-				if pc.Type != corev1.PodReady {
-					continue
-				}
-				if pc.Status == corev1.ConditionTrue {
-					if len(pod.Status.PodIPs) == 0 {
-						message = "Pod is Ready but has no podIPs yet"
-					} else {
-						message = "Pod is Ready"
-						podReady = true
-					}
-				}
-				break
-			}
-		}
-	}
+	message, podReady := podReadiness(pod)
 	if !podReady {
 		if cause := podStuckCause(pod); cause != "" {
 			message += "; " + cause
@@ -259,6 +240,33 @@ func readyCondition(sb *agentsv1beta1.Sandbox, obs sandboxStatusInputs) metav1.C
 		c.Reason = agentsv1beta1.ReasonDependenciesReady
 	}
 	return c
+}
+
+// podReadiness is what the Ready condition's message says of the Pod (upstream's words), and
+// whether the Pod is Ready with an IP.
+func podReadiness(pod *corev1.Pod) (message string, podReady bool) {
+	message = "Pod does not exist"
+	if pod != nil {
+		message = "Pod exists with phase: " + string(pod.Status.Phase)
+		if pod.Status.Phase == corev1.PodRunning {
+			message = "Pod is Running but not Ready"
+			for _, pc := range pod.Status.Conditions {
+				if pc.Type != corev1.PodReady {
+					continue
+				}
+				if pc.Status == corev1.ConditionTrue {
+					if len(pod.Status.PodIPs) == 0 {
+						message = "Pod is Ready but has no podIPs yet"
+					} else {
+						message = "Pod is Ready"
+						podReady = true
+					}
+				}
+				break
+			}
+		}
+	}
+	return message, podReady
 }
 
 // Expired reports whether the Sandbox's shutdownTime has come.

@@ -105,26 +105,7 @@ func validateContainers(spec *corev1.PodSpec, volumes map[string]bool, path *fie
 		for i := range cs {
 			c := &cs[i]
 			p := path.Child(list).Index(i)
-			switch {
-			case c.Name == "":
-				errs = append(errs, field.Required(p.Child("name"), "every container needs a name"))
-			case names[c.Name] != nil:
-				errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
-			default:
-				names[c.Name] = p
-				for _, msg := range validation.IsDNS1123Label(c.Name) {
-					errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
-				}
-			}
-			if c.Image == "" {
-				errs = append(errs, field.Required(p.Child("image"), "the render turns the template into a Pod, and a Pod's container needs an image"))
-			} else if strings.TrimSpace(c.Image) != c.Image {
-				// validateContainersOnlyForPod: no leading or trailing whitespace.
-				errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
-			}
-			errs = append(errs, validateEnum(c.TerminationMessagePolicy, p, "terminationMessagePolicy",
-				corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
-			errs = append(errs, validateEnum(c.ImagePullPolicy, p, "imagePullPolicy", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
+			errs = append(errs, validateContainerIdentity(c, p, names)...)
 			if list == "initContainers" {
 				clear(hostPorts)
 			}
@@ -157,24 +138,59 @@ func validateContainers(spec *corev1.PodSpec, volumes map[string]bool, path *fie
 				errs = append(errs, forbidInInitContainer(c, p)...)
 				continue
 			}
-			if c.Lifecycle != nil {
-				errs = append(errs, validateHandler(lifecycleHandler(c.Lifecycle.PostStart), grace, p.Child("lifecycle", "postStart"))...)
-				errs = append(errs, validateHandler(lifecycleHandler(c.Lifecycle.PreStop), grace, p.Child("lifecycle", "preStop"))...)
-			}
-			for _, probe := range []struct {
-				kind  probeKind
-				name  string
-				probe *corev1.Probe
-			}{{livenessProbe, "livenessProbe", c.LivenessProbe}, {readinessProbe, "readinessProbe", c.ReadinessProbe}, {startupProbe, "startupProbe", c.StartupProbe}} {
-				if probe.probe != nil {
-					errs = append(errs, validateProbe(probe.probe, probe.kind, p.Child(probe.name))...)
-				}
-			}
+			errs = append(errs, validateContainerHandlers(c, grace, p)...)
 		}
 	}
 	check("initContainers", spec.InitContainers)
 	clear(hostPorts)
 	check("containers", spec.Containers)
+	return errs
+}
+
+// validateContainerIdentity checks a container's name (required, a DNS-1123 label, unique among
+// names, which it records), its image and its two enums.
+func validateContainerIdentity(c *corev1.Container, p *field.Path, names map[string]*field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case c.Name == "":
+		errs = append(errs, field.Required(p.Child("name"), "every container needs a name"))
+	case names[c.Name] != nil:
+		errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+	default:
+		names[c.Name] = p
+		for _, msg := range validation.IsDNS1123Label(c.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
+		}
+	}
+	if c.Image == "" {
+		errs = append(errs, field.Required(p.Child("image"), "the render turns the template into a Pod, and a Pod's container needs an image"))
+	} else if strings.TrimSpace(c.Image) != c.Image {
+		// validateContainersOnlyForPod: no leading or trailing whitespace.
+		errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
+	}
+	errs = append(errs, validateEnum(c.TerminationMessagePolicy, p, "terminationMessagePolicy",
+		corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
+	errs = append(errs, validateEnum(c.ImagePullPolicy, p, "imagePullPolicy", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
+	return errs
+}
+
+// validateContainerHandlers checks a container's lifecycle hooks (against the Pod's termination
+// grace period) and its probes.
+func validateContainerHandlers(c *corev1.Container, grace int64, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.Lifecycle != nil {
+		errs = append(errs, validateHandler(lifecycleHandler(c.Lifecycle.PostStart), grace, p.Child("lifecycle", "postStart"))...)
+		errs = append(errs, validateHandler(lifecycleHandler(c.Lifecycle.PreStop), grace, p.Child("lifecycle", "preStop"))...)
+	}
+	for _, probe := range []struct {
+		kind  probeKind
+		name  string
+		probe *corev1.Probe
+	}{{livenessProbe, "livenessProbe", c.LivenessProbe}, {readinessProbe, "readinessProbe", c.ReadinessProbe}, {startupProbe, "startupProbe", c.StartupProbe}} {
+		if probe.probe != nil {
+			errs = append(errs, validateProbe(probe.probe, probe.kind, p.Child(probe.name))...)
+		}
+	}
 	return errs
 }
 

@@ -53,7 +53,7 @@ type Resolution struct {
 // rules: strictly (a misspelt knob is an error naming it), defaulted and validated. A moment to
 // preview (spec.now) is refused, as --render-config refuses it: the controller acts on its clock
 // and would silently ignore it. The errors are field errors naming the path under spec.
-func FromSpec(spec []byte) (*SandboxRender, field.ErrorList) {
+func FromSpec(spec []byte) (*Config, field.ErrorList) {
 	m := map[string]any{"apiVersion": APIVersion, "kind": Kind}
 	if s := strings.TrimSpace(string(spec)); s != "" && s != "null" {
 		var v any
@@ -62,7 +62,7 @@ func FromSpec(spec []byte) (*SandboxRender, field.ErrorList) {
 		}
 		m["spec"] = v
 	}
-	c := &SandboxRender{APIVersion: APIVersion, Kind: Kind}
+	c := &Config{APIVersion: APIVersion, Kind: Kind}
 	errs, err := decodeConfig(m, c)
 	if err != nil {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
@@ -140,7 +140,7 @@ var functionOnly = []string{"mode", "keepSources", "keepSourceVersions", "now", 
 // options its preview used. Each carries the spec as written, without the function-only knobs,
 // with the cluster domain a flag set in place of the written one, and the config's name, labels
 // and annotations, without the ones kustomize and kyaml use to run and place functions.
-func (c *SandboxRender) Copies(namespaces []string) []*unstructured.Unstructured {
+func (c *Config) Copies(namespaces []string) []*unstructured.Unstructured {
 	spec := map[string]any{}
 	for k, v := range c.written {
 		if !slices.Contains(functionOnly, k) {

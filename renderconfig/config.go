@@ -1,6 +1,7 @@
-// Package renderconfig is SandboxRender, the render's configuration: the KRM function's
-// functionConfig and the controller's --render-config, read by the one parser here so that a
-// preview and the cluster are rendered with the same options. It is apart from krm so that the
+// Package renderconfig reads a SandboxRender, the render's configuration: the KRM function's
+// functionConfig, the controller's --render-config and the spec of the objects in the cluster,
+// read by the one parser here so that a preview and the cluster are rendered with the same
+// options. It is apart from krm so that the
 // controller does not link the function's machinery (kyaml's framework, the schema validation):
 // every package linked into a binary adds to its resident memory.
 package renderconfig
@@ -44,20 +45,26 @@ const (
 	ModeValidate Mode = "validate"
 )
 
-// SandboxRender is the function's configuration (the ResourceList's functionConfig).
-type SandboxRender struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   map[string]any    `json:"metadata,omitempty"`
-	Spec       SandboxRenderSpec `json:"spec,omitempty"`
+// Config is a SandboxRender as the render reads it: parsed strictly, defaulted and validated,
+// its spec typed. The one type named SandboxRender is the API's (api/render/v1alpha1), the object
+// in Git and in the cluster; it keeps its spec as JSON so that the API server takes any spec and
+// a bad value becomes a condition naming the field, and its metadata typed. Config keeps the spec
+// typed and the metadata as written (a map), so that metadata no API server would take is a
+// field error of the configuration rather than a failure to decode it. One type cannot be both,
+// so this one is the API object's reading, under a name of its own.
+type Config struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
+	Spec       Spec           `json:"spec,omitempty"`
 
 	// written is the spec as the file had it, before defaults: what the copy the render writes
 	// into its output carries (see Copies), so it says what the author wrote and nothing more.
 	written map[string]any `json:"-"`
 }
 
-// SandboxRenderSpec holds the knobs of a render.
-type SandboxRenderSpec struct {
+// Spec holds the knobs of a render.
+type Spec struct {
 	// Mode is expand (the default) or validate.
 	Mode Mode `json:"mode,omitempty"`
 	// KeepSources keeps the agent-sandbox objects themselves in the output of expand (the
@@ -99,13 +106,13 @@ type SandboxRenderSpec struct {
 // defaults and validates it. An empty config is the all-defaults config. It reads YAML with the
 // one reader (manifest/yamlread). A problem of a field is an *Error naming the field, the value
 // and the type expected, and the field's line in data.
-func Parse(data []byte) (*SandboxRender, error) { return ParseAt(data, 0) }
+func Parse(data []byte) (*Config, error) { return ParseAt(data, 0) }
 
 // ParseAt is Parse for a configuration that is one document of a larger file, whose content
 // starts on line start of that file (yamlread.Document.Line), so that the lines of its errors are
 // the file's. start 0: data is the whole file.
-func ParseAt(data []byte, start int) (*SandboxRender, error) {
-	c := &SandboxRender{APIVersion: APIVersion, Kind: Kind}
+func ParseAt(data []byte, start int) (*Config, error) {
+	c := &Config{APIVersion: APIVersion, Kind: Kind}
 	var node *kyaml.Node
 	if len(bytes.TrimSpace(data)) > 0 {
 		docs, err := yamlread.ReadNodes(data)
@@ -209,7 +216,7 @@ func located(what string, node *kyaml.Node, errs field.ErrorList) *Error {
 // decodeConfig decodes m into c. A field c does not have, or a value of the wrong type, is a
 // field error (errs) with the value written and the type expected, rather than the converter's
 // "unrecognized type: bool" or encoding/json's words; err is any other failure.
-func decodeConfig(m map[string]any, c *SandboxRender) (errs field.ErrorList, err error) {
+func decodeConfig(m map[string]any, c *Config) (errs field.ErrorList, err error) {
 	// Strict: a misspelt knob must not be ignored silently. Checked first: encoding/json matches
 	// keys regardless of case, and would take DNS for dns.
 	if errs := unknownFields(m, reflect.TypeOf(c).Elem(), nil); len(errs) > 0 {
@@ -260,7 +267,7 @@ func typeName(t reflect.Type) string {
 }
 
 // Default fills in the defaults (kyaml's framework.Defaulter).
-func (c *SandboxRender) Default() error {
+func (c *Config) Default() error {
 	if c.Spec.Mode == "" {
 		c.Spec.Mode = ModeExpand
 	}
@@ -272,14 +279,14 @@ func (c *SandboxRender) Default() error {
 }
 
 // Validate checks the configuration (kyaml's framework.Validator).
-func (c *SandboxRender) Validate() error {
+func (c *Config) Validate() error {
 	if errs := c.validate(); len(errs) > 0 {
 		return fmt.Errorf("invalid functionConfig %s: %w", Kind, errs.ToAggregate())
 	}
 	return nil
 }
 
-func (c *SandboxRender) validate() field.ErrorList {
+func (c *Config) validate() field.ErrorList {
 	var errs field.ErrorList
 	if c.APIVersion != APIVersion || c.Kind != Kind {
 		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion+"/"+c.Kind,
@@ -345,7 +352,7 @@ func (c *SandboxRender) validate() field.ErrorList {
 }
 
 // Options are the render options the configuration asks for.
-func (c *SandboxRender) Options() render.Options {
+func (c *Config) Options() render.Options {
 	o := render.Options{
 		ClusterDomain:           c.Spec.ClusterDomain,
 		Policies:                c.Spec.Policies,

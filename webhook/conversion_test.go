@@ -25,7 +25,6 @@ import (
 	extv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1alpha1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/manifest"
-	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 	"github.com/sandbox-gitops/sandbox-gitops/webhook"
 )
@@ -224,7 +223,7 @@ func v1alpha1Inputs(t *testing.T, dir string) []*unstructured.Unstructured {
 			t.Fatal(err)
 		}
 		for _, o := range objs {
-			if manifest.IsAgentSandbox(o) && migrate.IsV1alpha1(o.GetAPIVersion()) {
+			if manifest.IsAgentSandbox(o) && convert.IsV1alpha1(o.GetAPIVersion()) {
 				o.SetUID("")
 				o.SetOwnerReferences(nil)
 				delete(o.Object, "status")

@@ -2,6 +2,13 @@
 // v1beta1 hub, following upstream's rules (api/v1alpha1/*_conversion.go upstream). It is pure: no
 // client, no webhook.
 //
+// It is the one home of the conversion rules. The conversion webhook and the render's edge
+// (manifest.Decode) convert typed objects with its *ToHub and *FromHub pairs; package migrate,
+// which makes the same conversion as edits of YAML text (so that comments and quoting survive),
+// asks it each rule that decides a value: which objects convert (IsV1alpha1), a Sandbox's
+// operating mode (OperatingMode), a claim's pool (ClaimWarmPool) and the annotations. migrate
+// keeps only what is about text: where a value goes in a document, and what cannot be written.
+//
 // Sandbox, SandboxTemplate, SandboxClaim and SandboxWarmPool are upstream's plain one-way rules.
 // The *ToHub and *FromHub pairs (lossless.go) build on them and are what the project uses: the
 // render's edge (manifest.Decode) reads v1alpha1 input with *ToHub, and the conversion webhook
@@ -12,6 +19,8 @@
 package convert
 
 import (
+	"strings"
+
 	agentsv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1alpha1"
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1alpha1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1alpha1"
@@ -27,6 +36,12 @@ const VolumeClaimTemplatesPolicyAnnotation = "api.agents.x-k8s.io/v1beta1-volume
 // that use the "none" or "default" warm pool policy: shadow-pool-<template name>.
 const ShadowPoolPrefix = "shadow-pool-"
 
+// IsV1alpha1 reports whether an apiVersion is one of the two v1alpha1 agent-sandbox groups, the
+// objects a conversion to v1beta1 changes.
+func IsV1alpha1(apiVersion string) bool {
+	return apiVersion == agentsv1alpha1.GroupVersion.String() || apiVersion == extv1alpha1.GroupVersion.String()
+}
+
 // Sandbox converts a v1alpha1 Sandbox: replicas 0 becomes operatingMode Suspended, anything else
 // (including unset) Running.
 func Sandbox(in *agentsv1alpha1.Sandbox) *agentsv1beta1.Sandbox {
@@ -34,15 +49,15 @@ func Sandbox(in *agentsv1alpha1.Sandbox) *agentsv1beta1.Sandbox {
 	out.Spec.SandboxBlueprint = blueprint(&in.Spec.PodTemplate, in.Spec.VolumeClaimTemplates, in.Spec.Service)
 	out.Spec.ShutdownTime = in.Spec.ShutdownTime.DeepCopy()
 	out.Spec.ShutdownPolicy = (*agentsv1beta1.ShutdownPolicy)(clone(in.Spec.ShutdownPolicy))
-	out.Spec.OperatingMode = operatingMode(in.Spec.Replicas)
+	out.Spec.OperatingMode = OperatingMode(in.Spec.Replicas)
 	st := in.Status.DeepCopy() // all but replicas, which v1beta1 does not hold
 	out.Status = agentsv1beta1.SandboxStatus{ServiceFQDN: st.ServiceFQDN, Service: st.Service, Conditions: st.Conditions, LabelSelector: st.LabelSelector, PodIPs: st.PodIPs}
 	return out
 }
 
-// operatingMode is upstream's reading of a v1alpha1 Sandbox's replicas: 0 is Suspended, anything
+// OperatingMode is upstream's reading of a v1alpha1 Sandbox's replicas: 0 is Suspended, anything
 // else (including unset) Running.
-func operatingMode(replicas *int32) agentsv1beta1.SandboxOperatingMode {
+func OperatingMode(replicas *int32) agentsv1beta1.SandboxOperatingMode {
 	if replicas != nil && *replicas == 0 {
 		return agentsv1beta1.SandboxOperatingModeSuspended
 	}
@@ -102,17 +117,29 @@ func SandboxClaim(in *extv1alpha1.SandboxClaim) *extv1beta1.SandboxClaim {
 }
 
 func claimPoolName(in *extv1alpha1.SandboxClaim) string {
-	if in.Spec.WarmPool != nil && in.Spec.WarmPool.IsSpecificPool() {
-		return string(*in.Spec.WarmPool)
+	var policy string
+	if in.Spec.WarmPool != nil {
+		policy = string(*in.Spec.WarmPool)
 	}
-	if sb := in.Status.SandboxStatus.Name; sb != "" && sb != in.Name {
-		for i := len(sb) - 1; i > 0; i-- {
-			if sb[i] == '-' {
-				return sb[:i]
-			}
+	return ClaimWarmPool(policy, in.Spec.TemplateRef.Name, in.Name, in.Status.SandboxStatus.Name)
+}
+
+// ClaimWarmPool is the pool the v1beta1 form of a v1alpha1 claim names, from what the claim
+// writes: its warm pool policy ("" when unset), its template, its own name and the Sandbox its
+// status names ("" when none). A policy naming a pool is that pool; otherwise a warm-adopted
+// Sandbox (its name differs from the claim's) came from the pool its name is without the last
+// "-suffix"; otherwise it is shadow-pool-<template>, the pool upstream's migration guide
+// bootstraps.
+func ClaimWarmPool(policy, template, claim, sandbox string) string {
+	if extv1alpha1.WarmPoolPolicy(policy).IsSpecificPool() {
+		return policy
+	}
+	if sandbox != "" && sandbox != claim {
+		if i := strings.LastIndexByte(sandbox, '-'); i > 0 {
+			return sandbox[:i]
 		}
 	}
-	return ShadowPoolPrefix + in.Spec.TemplateRef.Name
+	return ShadowPoolPrefix + template
 }
 
 // claimLifecycle converts a claim's lifecycle, field for field.

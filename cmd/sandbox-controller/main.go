@@ -318,7 +318,7 @@ func (f *flags) reconcilers() ([]string, error) {
 
 // loadRenderConfig is the render configuration: --render-config (the KRM function's file; none:
 // the defaults) with the flags that override it, validated as a whole.
-func (f *flags) loadRenderConfig() (*renderconfig.SandboxRender, error) {
+func (f *flags) loadRenderConfig() (*renderconfig.Config, error) {
 	cfg, err := f.readRenderConfig()
 	if err != nil {
 		return nil, err
@@ -334,7 +334,7 @@ func (f *flags) loadRenderConfig() (*renderconfig.SandboxRender, error) {
 
 // readRenderConfig reads and parses --render-config, refusing spec.now: that is a preview's
 // moment; the controller acts at the time it is, and would silently ignore it.
-func (f *flags) readRenderConfig() (*renderconfig.SandboxRender, error) {
+func (f *flags) readRenderConfig() (*renderconfig.Config, error) {
 	var data []byte
 	if f.renderConfig != "" {
 		var err error
@@ -354,7 +354,7 @@ func (f *flags) readRenderConfig() (*renderconfig.SandboxRender, error) {
 
 // overrideRenderConfig applies the flags that override the file: the cluster domain and label
 // domains replace its values, the packs are turned on in addition to its own.
-func (f *flags) overrideRenderConfig(cfg *renderconfig.SandboxRender) error {
+func (f *flags) overrideRenderConfig(cfg *renderconfig.Config) error {
 	if f.clusterDomain != "" {
 		cfg.Spec.ClusterDomain = f.clusterDomain
 	}

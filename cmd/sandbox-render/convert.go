@@ -3,13 +3,13 @@ package main
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/sandbox-gitops/sandbox-gitops/bundle"
+	"github.com/sandbox-gitops/sandbox-gitops/migrate"
 )
 
 // convertSources converts the v1alpha1 sources of an expanded stream to v1beta1 (see
-// bundle.ConvertSources); a converted object keeps its file and counts as a source.
+// migrate.Objects); a converted object keeps its file and counts as a source.
 func (in *inputs) convertSources(out []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	converted, err := bundle.ConvertSources(out)
+	converted, err := migrate.Objects(out)
 	if err != nil {
 		return nil, err
 	}

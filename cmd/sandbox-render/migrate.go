@@ -75,46 +75,15 @@ func migrateCommand(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
+// runMigrate rewrites the v1alpha1 objects of the files the arguments name as v1beta1, in place,
+// all files or none; with check it only lists the files that would change.
 func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
-	var names []string
-	for _, a := range args {
-		files, err := yamlFiles(a)
-		if err != nil {
-			return cli.Usagef("%v", err)
-		}
-		names = append(names, files...)
+	files, sources, err := readMigrateFiles(args, stderr)
+	if err != nil {
+		return err
 	}
-	files := make([]*migrate.File, 0, len(names))
-	// sources are the files' contents as read, kept to put back should a rename fail.
-	sources := make([][]byte, 0, len(names))
-	var problems []string
-	for _, name := range names {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			return cli.Usagef("reading %s: %v", name, err)
-		}
-		f, err := migrate.Parse(name, data)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		files = append(files, f)
-		sources = append(sources, data)
-	}
-	if len(problems) > 0 {
-		fmt.Fprintln(stderr, strings.Join(problems, "\n"))
-		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d file(s) are not valid YAML; no file was changed", len(problems))}
-	}
-
 	// Claims are checked against the pools of every file given, wherever they are.
-	pools := map[[2]string]string{}
-	for _, f := range files {
-		f.Pools(func(ns, name, tmpl string) { pools[[2]string{ns, name}] = tmpl })
-	}
-	opts := migrate.Options{PoolTemplate: func(ns, name string) (string, bool) {
-		tmpl, ok := pools[[2]string{ns, name}]
-		return tmpl, ok
-	}}
+	opts := migrate.FilesOptions(files)
 
 	type change struct {
 		replacement
@@ -171,6 +140,41 @@ func runMigrate(args []string, check bool, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%d file(s) checked: nothing to migrate\n", len(files))
 	}
 	return nil
+}
+
+// readMigrateFiles parses the files the arguments name, keeping each file's text as read to put
+// back should a rename fail. A file that is not valid YAML fails the whole run: nothing is changed.
+func readMigrateFiles(args []string, stderr io.Writer) ([]*migrate.File, [][]byte, error) {
+	var names []string
+	for _, a := range args {
+		files, err := yamlFiles(a)
+		if err != nil {
+			return nil, nil, cli.Usagef("%v", err)
+		}
+		names = append(names, files...)
+	}
+	files := make([]*migrate.File, 0, len(names))
+	// sources are the files' contents as read, kept to put back should a rename fail.
+	sources := make([][]byte, 0, len(names))
+	var problems []string
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, nil, cli.Usagef("reading %s: %v", name, err)
+		}
+		f, err := migrate.Parse(name, data)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		files = append(files, f)
+		sources = append(sources, data)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(stderr, strings.Join(problems, "\n"))
+		return nil, nil, &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d file(s) are not valid YAML; no file was changed", len(problems))}
+	}
+	return files, sources, nil
 }
 
 // yamlFiles is the file an argument names, or the *.yaml and *.yml files (or links to them)

@@ -184,6 +184,26 @@ func restConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// routerOptions are the proxy's options: resolution through the cache, its metrics in reg, and
+// with --authz=kubernetes an authorizer asking the API server.
+func (c config) routerOptions(cfg *rest.Config, cache *resolve.Cache, reg *prometheus.Registry, log *slog.Logger) (router.Options, error) {
+	opts := router.Options{
+		Resolver:     cache,
+		Upstream:     c.upstream,
+		ProxyTimeout: c.proxyTimeout,
+		Metrics:      router.NewMetrics(reg),
+		Log:          log,
+	}
+	if c.authz == "kubernetes" {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return router.Options{}, err
+		}
+		opts.Authorizer = authz.New(cs, authz.Options{Audiences: c.audiences, TTL: c.authzTTL})
+	}
+	return opts, nil
+}
+
 // serve runs the router until ctx ends.
 func serve(ctx context.Context, c config, stderr io.Writer) error {
 	var level slog.Level
@@ -201,19 +221,9 @@ func serve(ctx context.Context, c config, stderr io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	opts := router.Options{
-		Resolver:     cache,
-		Upstream:     c.upstream,
-		ProxyTimeout: c.proxyTimeout,
-		Metrics:      router.NewMetrics(reg),
-		Log:          log,
-	}
-	if c.authz == "kubernetes" {
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return &cli.ExitError{Code: cli.ExitFailure, Err: err}
-		}
-		opts.Authorizer = authz.New(cs, authz.Options{Audiences: c.audiences, TTL: c.authzTTL})
+	opts, err := c.routerOptions(cfg, cache, reg, log)
+	if err != nil {
+		return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 	}
 	handler := router.New(opts)
 	defer handler.Close()

@@ -27,7 +27,11 @@ const addonsManager = "sandbox-gitops-cluster"
 // no capability, through the Pod's net.ipv4.ip_unprivileged_port_start (a safe sysctl): a
 // NetworkPolicy that allows DNS names port 53, and the Pod's port must be that one.
 func coreDNSManifest() string {
-	return fmt.Sprintf(`apiVersion: v1
+	return fmt.Sprintf(coreDNSYAML, clusterDomain, coreDNSImage, clusterDNSIP)
+}
+
+// coreDNSYAML is coreDNSManifest's text, its values as fmt verbs.
+const coreDNSYAML = `apiVersion: v1
 kind: ServiceAccount
 metadata: {name: coredns, namespace: kube-system}
 ---
@@ -104,8 +108,7 @@ spec:
   ports:
   - {name: dns, port: 53, targetPort: 53, protocol: UDP}
   - {name: dns-tcp, port: 53, targetPort: 53, protocol: TCP}
-`, clusterDomain, coreDNSImage, clusterDNSIP)
-}
+`
 
 // LocalPathStorageClass is the default StorageClass of a cluster with a real node.
 const LocalPathStorageClass = "local-path"
@@ -115,7 +118,11 @@ const LocalPathStorageClass = "local-path"
 // PersistentVolumeClaim binds to a hostPath directory on the node that the provisioner's helper
 // Pod makes, and that its teardown removes.
 func localPathManifest(dir string) string {
-	return fmt.Sprintf(`apiVersion: v1
+	return fmt.Sprintf(localPathYAML, localPathImage, BusyboxImage, dir, LocalPathStorageClass)
+}
+
+// localPathYAML is localPathManifest's text, its values as fmt verbs.
+const localPathYAML = `apiVersion: v1
 kind: Namespace
 metadata: {name: local-path-storage}
 ---
@@ -212,8 +219,7 @@ data:
       - name: helper-pod
         image: %[2]s
         imagePullPolicy: Never
-`, localPathImage, BusyboxImage, dir, LocalPathStorageClass)
-}
+`
 
 // apply server-side applies every object of a multi-document YAML stream.
 func apply(ctx context.Context, d dynamic.Interface, disco discovery.DiscoveryInterface, manifest string) error {

@@ -126,40 +126,9 @@ func MissingBinaries(binDir string) []string {
 // ends first, it stops whatever it started and says which component failed, with the end of its
 // log.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
-	if missing := MissingBinaries(opts.BinDir); len(missing) > 0 {
-		return nil, fmt.Errorf("%s not found in %s; run `make tools` to build them from Go modules",
-			strings.Join(missing, ", "), opts.BinDir)
-	}
-	if opts.RealNode {
-		if err := nodePreflight(opts.BinDir); err != nil {
-			return nil, err
-		}
-	} else if opts.Nodes <= 0 {
-		opts.Nodes = 1
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 3 * time.Minute
-	}
-	dir, err := filepath.Abs(opts.Dir)
+	dir, err := prepare(&opts)
 	if err != nil {
 		return nil, err
-	}
-	if opts.BinDir, err = filepath.Abs(opts.BinDir); err != nil {
-		return nil, err
-	}
-	if running := Running(dir); len(running) > 0 {
-		return nil, fmt.Errorf("a cluster from %s is still running (%s); stop it first (make cluster-down)",
-			dir, strings.Join(running, ", "))
-	}
-	for _, old := range []string{"pki", "etcd", "pids", "kwok", "node"} {
-		if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
-			return nil, err
-		}
-	}
-	for _, sub := range []string{"logs", "pids", "kwok"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return nil, err
-		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -191,7 +160,61 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = p.serviceAccountKeys(); err != nil {
 		return c, err
 	}
-	host := "https://" + net.JoinHostPort(c.apiServerIP(opts.RealNode), strconv.Itoa(c.ports["kube-apiserver"]))
+	if err = c.writeKubeconfigs(p, opts.RealNode); err != nil {
+		return c, err
+	}
+	if err = c.startComponents(ctx, p, opts); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// prepare checks what a start needs (the binaries, a real node's host, no cluster of dir still
+// running), fills in the defaults of opts and makes its directories afresh, returning the
+// cluster's directory as an absolute path.
+func prepare(opts *Options) (string, error) {
+	if missing := MissingBinaries(opts.BinDir); len(missing) > 0 {
+		return "", fmt.Errorf("%s not found in %s; run `make tools` to build them from Go modules",
+			strings.Join(missing, ", "), opts.BinDir)
+	}
+	if opts.RealNode {
+		if err := nodePreflight(opts.BinDir); err != nil {
+			return "", err
+		}
+	} else if opts.Nodes <= 0 {
+		opts.Nodes = 1
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 3 * time.Minute
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return "", err
+	}
+	if opts.BinDir, err = filepath.Abs(opts.BinDir); err != nil {
+		return "", err
+	}
+	if running := Running(dir); len(running) > 0 {
+		return "", fmt.Errorf("a cluster from %s is still running (%s); stop it first (make cluster-down)",
+			dir, strings.Join(running, ", "))
+	}
+	for _, old := range []string{"pki", "etcd", "pids", "kwok", "node"} {
+		if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
+			return "", err
+		}
+	}
+	for _, sub := range []string{"logs", "pids", "kwok"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// writeKubeconfigs makes the client certificates of the admin, the controller manager and the
+// scheduler and writes their kubeconfigs into the cluster's directory; the admin's is c.Config.
+func (c *Cluster) writeKubeconfigs(p *pki, realNode bool) error {
+	host := "https://" + net.JoinHostPort(c.apiServerIP(realNode), strconv.Itoa(c.ports["kube-apiserver"]))
 	identities := []struct{ file, user, group string }{
 		{"kubeconfig", "kubernetes-admin", "system:masters"},
 		{"kube-controller-manager.kubeconfig", "system:kube-controller-manager", ""},
@@ -204,10 +227,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 		kp, err := p.client(strings.TrimSuffix(id.file, ".kubeconfig"), id.user, groups...)
 		if err != nil {
-			return c, err
+			return err
 		}
-		if err := writeKubeconfig(filepath.Join(dir, id.file), host, p.caPEM, kp); err != nil {
-			return c, err
+		if err := writeKubeconfig(filepath.Join(c.Dir, id.file), host, p.caPEM, kp); err != nil {
+			return err
 		}
 		if id.file == "kubeconfig" {
 			c.Config = &rest.Config{
@@ -219,52 +242,58 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 
+	return nil
+}
+
+// startComponents starts the components in order (a real node's namespaces and containerd, etcd,
+// the API server, the controllers, the Nodes) and waits until the cluster is usable.
+func (c *Cluster) startComponents(ctx context.Context, p *pki, opts Options) (err error) {
 	if opts.RealNode {
 		// The API server listens on the host end of the node's veth pair: the pair comes first.
 		if err = c.startNodeNamespaces(ctx); err != nil {
-			return c, err
+			return err
 		}
 		if err = c.startContainerd(ctx); err != nil {
-			return c, err
+			return err
 		}
 	}
 	if err = c.startEtcd(ctx); err != nil {
-		return c, err
+		return err
 	}
 	if err = c.startAPIServer(ctx, p); err != nil {
-		return c, err
+		return err
 	}
 	if err = c.startControllers(p, opts.Nodes > 0); err != nil {
-		return c, err
+		return err
 	}
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
-		return c, err
+		return err
 	}
 	if c.Nodes, err = createNodes(ctx, cs, opts.Nodes); err != nil {
-		return c, err
+		return err
 	}
 	if opts.RealNode {
 		if err = c.startRealNode(ctx, p, cs, opts.Images); err != nil {
-			return c, err
+			return err
 		}
 		c.Nodes = append(c.Nodes, RealNodeName)
 	}
 	for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
 		if err = c.waitHealthy(ctx, name); err != nil {
-			return c, err
+			return err
 		}
 	}
 	if err = c.poll(ctx, "every Node Ready", func() error { return nodesReady(ctx, cs, c.Nodes) }); err != nil {
-		return c, err
+		return err
 	}
 	if err = c.poll(ctx, "ServiceAccount default/default", func() error {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err
 	}); err != nil {
-		return c, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // Stop stops every component, clients of the API server first, and waits until each has exited.

@@ -72,9 +72,19 @@ func Chart(root, version string, images []Image, mtime time.Time) (file string, 
 		return "", nil, fmt.Errorf("%s/values.yaml: %w", ChartDir, err)
 	}
 
-	ignore, err := readHelmignore(dir)
+	tgz, err = archive(dir, name, edited, mtime)
 	if err != nil {
 		return "", nil, err
+	}
+	return name + "-" + chartVersion + ".tgz", tgz, nil
+}
+
+// archive is the chart in dir as `helm package` archives it, deterministically: every file
+// Helm does not ignore, under name/, the edited ones as edited, each with mode 0644 and mtime.
+func archive(dir, name string, edited map[string][]byte, mtime time.Time) ([]byte, error) {
+	ignore, err := readHelmignore(dir)
+	if err != nil {
+		return nil, err
 	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf) // no name, no mtime in the gzip header
@@ -109,15 +119,15 @@ func Chart(root, version string, images []Image, mtime time.Time) (file string, 
 		return err
 	})
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if err := tw.Close(); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	return name + "-" + chartVersion + ".tgz", buf.Bytes(), nil
+	return buf.Bytes(), nil
 }
 
 // readHelmignore reads the chart's .helmignore, the files `helm package` leaves out: the

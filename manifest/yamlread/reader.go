@@ -103,56 +103,7 @@ func readNodes(data []byte, maxDocument int) ([]Node, error) {
 	// place it.
 	place := err == errInStream
 	data = bytes.TrimPrefix(data, utf8BOM)
-	var out []Node
-	index := 0
-	// bare: the chunk follows a "..." line, with no "---" line since.
-	parse := func(chunk []byte, firstLine int, withText, bare bool) error {
-		if place {
-			if at, msg := notUTF8(chunk); at >= 0 {
-				return fmt.Errorf("document %d, line %d: %s", index+1, firstLine+bytes.Count(chunk[:at], []byte("\n")), msg)
-			}
-		}
-		if len(bytes.TrimSpace(chunk)) == 0 {
-			return nil
-		}
-		if maxDocument > 0 && len(chunk) > maxDocument && !listKind.Match(chunk) {
-			return fmt.Errorf("document %d (line %d) is %d bytes: no API server takes an object over %d bytes (3 MiB, its request limit), so it could never be applied; split it",
-				index+1, firstLine, len(chunk), maxDocument)
-		}
-		dec := kyaml.NewDecoder(bytes.NewReader(chunk))
-		var doc kyaml.Node
-		if err := dec.Decode(&doc); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return syntaxError(err, chunk, index+1, firstLine)
-		}
-		if bare && len(doc.Content) > 0 {
-			return fmt.Errorf("document %d, line %d: a document after a ... line (the end of the one before) must start with a --- line: "+
-				"kustomize and kubectl drop it without a word, and other YAML readers refuse it; add a line --- before it",
-				index+1, doc.Content[0].Line+firstLine-1)
-		}
-		if len(doc.Content) == 0 || isNull(doc.Content[0]) {
-			return nil
-		}
-		var extra kyaml.Node
-		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-			if err != nil {
-				return syntaxError(err, chunk, index+1, firstLine)
-			}
-			return fmt.Errorf("document %d (line %d): more than one document; separate documents with a line ---", index+1, firstLine)
-		}
-		index++
-		content := doc.Content[0]
-		Shift(content, firstLine-1, 0)
-		n := Node{Node: content, Index: index, Line: content.Line}
-		if withText {
-			n.Text = chunk
-		}
-		out = append(out, n)
-		return nil
-	}
-
+	r := &nodeReader{place: place, maxDocument: maxDocument}
 	// A document runs from the line after a marker to the next marker. After "--- value" it
 	// starts on the marker's own line: prefix holds that line with the marker blanked out, so
 	// columns stay as written.
@@ -172,7 +123,7 @@ func readNodes(data []byte, maxDocument int) ([]Node, error) {
 			next = pos + end + 1
 		}
 		if l := data[pos:next]; IsDocumentMarker(l) {
-			if err := parse(chunk(pos), startLine, prefix == nil, ended); err != nil {
+			if err := r.parse(chunk(pos), startLine, prefix == nil, ended); err != nil {
 				return nil, err
 			}
 			ended = l[0] == '.'
@@ -184,10 +135,70 @@ func readNodes(data []byte, maxDocument int) ([]Node, error) {
 		}
 		pos = next
 	}
-	if err := parse(chunk(len(data)), startLine, prefix == nil, ended); err != nil {
+	if err := r.parse(chunk(len(data)), startLine, prefix == nil, ended); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return r.out, nil
+}
+
+// nodeReader is readNodes' state across the documents of a stream: the nodes read so far and
+// how many, and what every document is checked for.
+type nodeReader struct {
+	// place: the stream has a character CheckEncoding refuses, to be placed in its document.
+	place       bool
+	maxDocument int
+	index       int
+	out         []Node
+}
+
+// parse reads one document's text (chunk, starting on line firstLine), adding its node unless
+// it is empty; withText keeps the text with it, and bare says the chunk follows a "..." line with
+// no "---" line since.
+func (r *nodeReader) parse(chunk []byte, firstLine int, withText, bare bool) error {
+	if r.place {
+		if at, msg := notUTF8(chunk); at >= 0 {
+			return fmt.Errorf("document %d, line %d: %s", r.index+1, firstLine+bytes.Count(chunk[:at], []byte("\n")), msg)
+		}
+	}
+	if len(bytes.TrimSpace(chunk)) == 0 {
+		return nil
+	}
+	if r.maxDocument > 0 && len(chunk) > r.maxDocument && !listKind.Match(chunk) {
+		return fmt.Errorf("document %d (line %d) is %d bytes: no API server takes an object over %d bytes (3 MiB, its request limit), so it could never be applied; split it",
+			r.index+1, firstLine, len(chunk), r.maxDocument)
+	}
+	dec := kyaml.NewDecoder(bytes.NewReader(chunk))
+	var doc kyaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return syntaxError(err, chunk, r.index+1, firstLine)
+	}
+	if bare && len(doc.Content) > 0 {
+		return fmt.Errorf("document %d, line %d: a document after a ... line (the end of the one before) must start with a --- line: "+
+			"kustomize and kubectl drop it without a word, and other YAML readers refuse it; add a line --- before it",
+			r.index+1, doc.Content[0].Line+firstLine-1)
+	}
+	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		return nil
+	}
+	var extra kyaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return syntaxError(err, chunk, r.index+1, firstLine)
+		}
+		return fmt.Errorf("document %d (line %d): more than one document; separate documents with a line ---", r.index+1, firstLine)
+	}
+	r.index++
+	content := doc.Content[0]
+	Shift(content, firstLine-1, 0)
+	n := Node{Node: content, Index: r.index, Line: content.Line}
+	if withText {
+		n.Text = chunk
+	}
+	r.out = append(r.out, n)
+	return nil
 }
 
 // utf8BOM is U+FEFF, the byte-order mark, in UTF-8.

@@ -44,24 +44,10 @@ func run() int {
 	defer stopSignals()
 
 	// Every listener is opened before any serves, so a port in use fails the start, not later.
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.ListenHost, strconv.Itoa(s.Port)))
+	ln, tcpEcho, udpEcho, err := listen(s)
 	if err != nil {
 		logger.Print(err)
 		return 1
-	}
-	var tcpEcho net.Listener
-	if s.TCPEchoPort != 0 {
-		if tcpEcho, err = net.Listen("tcp", net.JoinHostPort(s.ListenHost, strconv.Itoa(s.TCPEchoPort))); err != nil {
-			logger.Print(err)
-			return 1
-		}
-	}
-	var udpEcho net.PacketConn
-	if s.UDPEchoPort != 0 {
-		if udpEcho, err = net.ListenPacket("udp", net.JoinHostPort(s.ListenHost, strconv.Itoa(s.UDPEchoPort))); err != nil {
-			logger.Print(err)
-			return 1
-		}
 	}
 
 	// serving is the parent of every request's context: cancelling it on shutdown ends SSE
@@ -117,4 +103,23 @@ func run() int {
 	}
 	wg.Wait()
 	return code
+}
+
+// listen opens the server's listeners: HTTP, and the TCP and UDP echoes when their ports are set
+// (nil otherwise).
+func listen(s testimage.Settings) (ln, tcpEcho net.Listener, udpEcho net.PacketConn, err error) {
+	if ln, err = net.Listen("tcp", net.JoinHostPort(s.ListenHost, strconv.Itoa(s.Port))); err != nil {
+		return nil, nil, nil, err
+	}
+	if s.TCPEchoPort != 0 {
+		if tcpEcho, err = net.Listen("tcp", net.JoinHostPort(s.ListenHost, strconv.Itoa(s.TCPEchoPort))); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if s.UDPEchoPort != 0 {
+		if udpEcho, err = net.ListenPacket("udp", net.JoinHostPort(s.ListenHost, strconv.Itoa(s.UDPEchoPort))); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return ln, tcpEcho, udpEcho, nil
 }

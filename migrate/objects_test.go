@@ -1,4 +1,4 @@
-package bundle
+package migrate
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"github.com/sandbox-gitops/sandbox-gitops/render"
 )
 
-func parse(t *testing.T, text string) []*unstructured.Unstructured {
+func parseObjects(t *testing.T, text string) []*unstructured.Unstructured {
 	t.Helper()
 	objs, err := manifest.Parse("test.yaml", []byte(text))
 	if err != nil {
@@ -20,10 +20,10 @@ func parse(t *testing.T, text string) []*unstructured.Unstructured {
 	return objs
 }
 
-// TestConvertSources: v1alpha1 objects are replaced by their v1beta1 form, changed only where the
+// TestObjects: v1alpha1 objects are replaced by their v1beta1 form, changed only where the
 // versions differ; every other object is the same pointer, in the same place.
-func TestConvertSources(t *testing.T) {
-	in := parse(t, `
+func TestObjects(t *testing.T) {
+	in := parseObjects(t, `
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: x}
@@ -40,7 +40,7 @@ kind: SandboxWarmPool
 metadata: {name: p, namespace: default}
 spec: {sandboxTemplateRef: {name: t}}
 `)
-	out, err := ConvertSources(in)
+	out, err := Objects(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +64,10 @@ spec: {sandboxTemplateRef: {name: t}}
 	}
 }
 
-// TestConvertSourcesRefusesLoss: a claim whose template differs from its pool's is an error on
+// TestObjectsRefusesLoss: a claim whose template differs from its pool's is an error on
 // the claim's field, and nothing is returned.
-func TestConvertSourcesRefusesLoss(t *testing.T) {
-	in := parse(t, `
+func TestObjectsRefusesLoss(t *testing.T) {
+	in := parseObjects(t, `
 apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxWarmPool
 metadata: {name: gpu-pool, namespace: default}
@@ -78,7 +78,7 @@ kind: SandboxClaim
 metadata: {name: c, namespace: default}
 spec: {sandboxTemplateRef: {name: python}, warmpool: gpu-pool}
 `)
-	out, err := ConvertSources(in)
+	out, err := Objects(in)
 	var ie *render.InvalidError
 	if out != nil || !errors.As(err, &ie) {
 		t.Fatalf("out %v, err %v; want no output and an InvalidError", out, err)
