@@ -22,7 +22,7 @@ help: ## Show the targets.
 build: ## Build every binary into ./bin.
 	go build -o $(BIN)/ ./cmd/...
 
-tools: ## Build kube-apiserver, etcd, kustomize, controller-gen, helm, kube-controller-manager, kube-scheduler, kwok, registry, kubelet, kube-proxy, CoreDNS, local-path-provisioner and upstream's agent-sandbox-controller from Go modules (cached by hash); install the real node's Debian packages (containerd, runc, CNI plugins, busybox-static) when missing.
+tools: ## Build kube-apiserver, etcd, kustomize, controller-gen, helm, kube-controller-manager, kube-scheduler, kwok, registry, kubelet, kube-proxy, CoreDNS, local-path-provisioner, upstream's agent-sandbox-controller and sandboxd from Go modules (cached by hash); install the real node's Debian packages (containerd, runc, CNI plugins, busybox-static) when missing.
 	hack/tools.sh
 
 manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBAC of controller/ and webhook/ in config/rbac, and the chart's copies (make chart).

@@ -12,6 +12,9 @@
 # version, tool agent-sandbox-controller, from hack/tools/agent-sandbox-controller) is a default tool:
 # `make bench-scale` runs it beside ours (SANDBOX_SCALE_CONTROLLERS). It has a wrapper of its own so
 # that its go.sum, and so its hash, is not the e2e binaries' (a change to one rebuilds only it).
+# Upstream's sandbox runtime daemon (packages/sandboxd/cmd/sandboxd of the same version, tool
+# sandboxd, from hack/tools/sandboxd) is a default tool too: `make e2e-upstream-node` builds
+# upstream's sandboxd image from it, with Debian's busybox as its shell, for the real node.
 #
 # Binaries are cached outside the clone, keyed by a hash of everything that goes into them (the
 # wrapper's go.mod and go.sum, the ldflags and the Go version), so a fresh clone on a machine that
@@ -53,6 +56,7 @@ declare -A pkg=(
   [agent-sandbox-e2e.test]=sigs.k8s.io/agent-sandbox/test/e2e
   [agent-sandbox-e2e-extensions.test]=sigs.k8s.io/agent-sandbox/test/e2e/extensions
   [agent-sandbox-controller]=sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller
+  [sandboxd]=sigs.k8s.io/agent-sandbox/packages/sandboxd/cmd/sandboxd
 )
 # The wrapper module of a tool, when it is not hack/tools/<tool>.
 declare -A wrapper=(
@@ -86,10 +90,12 @@ declare -A ldflags=(
   # As upstream's Makefile stamps its version (`agent-sandbox-controller --version`); no build date,
   # so that the binary depends on its inputs only.
   [agent-sandbox-controller]="-s -w -X sigs.k8s.io/agent-sandbox/internal/version.gitVersion=v1.0.1"
+  # As upstream's sandboxd Dockerfile stamps it (GIT_VERSION), without the build date.
+  [sandboxd]="-s -w -X sigs.k8s.io/agent-sandbox/internal/version.gitVersion=v1.0.1"
 )
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry kubelet kube-proxy coredns local-path-provisioner kube-router agent-sandbox-controller)
+[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry kubelet kube-proxy coredns local-path-provisioner kube-router agent-sandbox-controller sandboxd)
 
 # kwok's binary has no stages built in: kwokctl hands it its default ones (fake nodes become Ready
 # and keep a lease, Pods on them become Running and Ready with an IP, deletions complete) in a
