@@ -131,6 +131,23 @@ node_packages() {
 }
 case " ${tools[*]} " in *" kubelet "*) node_packages ;; esac
 
+# Upstream's Python SDK, which `make e2e-upstream-node` runs from the module cache, needs the
+# Kubernetes client and prometheus_client: Debian's python3-kubernetes and
+# python3-prometheus-client (its pydantic 2 is the interpreter's; Debian 12 has only 1.x).
+sdk_packages() {
+  local need=()
+  [ -d /usr/lib/python3/dist-packages/kubernetes ] || need+=(python3-kubernetes)
+  [ -d /usr/lib/python3/dist-packages/prometheus_client ] || need+=(python3-prometheus-client)
+  [ ${#need[@]} -gt 0 ] || return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "tools: upstream's Python SDK needs ${need[*]} (Debian packages); install them as root" >&2
+    return 0
+  fi
+  echo "tools: installing ${need[*]} with apt-get"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+case " ${tools[*]} " in *" sandboxd "*) sdk_packages ;; esac
+
 for tool in "${tools[@]}"; do
   [ -n "${pkg[$tool]:-}" ] || { echo "hack/tools.sh: unknown tool $tool" >&2; exit 2; }
   dir="hack/tools/${wrapper[$tool]:-$tool}"
