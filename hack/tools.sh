@@ -121,13 +121,21 @@ node_packages() {
   command -v iptables >/dev/null || need+=(iptables)
   command -v ip >/dev/null || need+=(iproute2)
   command -v ipset >/dev/null || need+=(ipset)
-  [ ${#need[@]} -gt 0 ] || return 0
+  apt_install "the real node" "${need[@]}"
+}
+
+# apt_install FOR PACKAGE...: installs the Debian packages given (none: nothing to do) with
+# apt-get, as root; otherwise says what FOR needs and goes on.
+apt_install() {
+  local what=$1
+  shift
+  [ $# -gt 0 ] || return 0
   if [ "$(id -u)" != 0 ]; then
-    echo "tools: the real node needs ${need[*]} (Debian packages); install them as root" >&2
+    echo "tools: $what needs $* (Debian packages); install them as root" >&2
     return 0
   fi
-  echo "tools: installing ${need[*]} with apt-get"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  echo "tools: installing $* with apt-get"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 case " ${tools[*]} " in *" kubelet "*) node_packages ;; esac
 
@@ -138,13 +146,7 @@ sdk_packages() {
   local need=()
   [ -d /usr/lib/python3/dist-packages/kubernetes ] || need+=(python3-kubernetes)
   [ -d /usr/lib/python3/dist-packages/prometheus_client ] || need+=(python3-prometheus-client)
-  [ ${#need[@]} -gt 0 ] || return 0
-  if [ "$(id -u)" != 0 ]; then
-    echo "tools: upstream's Python SDK needs ${need[*]} (Debian packages); install them as root" >&2
-    return 0
-  fi
-  echo "tools: installing ${need[*]} with apt-get"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  apt_install "upstream's Python SDK" "${need[@]}"
 }
 case " ${tools[*]} " in *" sandboxd "*) sdk_packages ;; esac
 

@@ -25,6 +25,23 @@ func spec() Spec {
 		Binaries: map[Platform][]byte{Platforms[0]: []byte("amd64 binary"), Platforms[1]: []byte("arm64 binary")}}
 }
 
+// nthImage is the image of the index's nth manifest.
+func nthImage(t *testing.T, idx v1.ImageIndex, n int) v1.Image {
+	t.Helper()
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) <= n {
+		t.Fatalf("the index has %d manifests, want a %dth", len(im.Manifests), n+1)
+	}
+	img, err := idx.Image(im.Manifests[n].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
 // entry is one file of a layer as a test reads it.
 type entry struct {
 	Mode     int64
@@ -223,15 +240,7 @@ func TestLayoutAndTarball(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := back.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	armImg, err := back.Image(im.Manifests[1].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantCfg, _ := armImg.ConfigName()
+	wantCfg, _ := nthImage(t, back, 1).ConfigName()
 	if cfgName != wantCfg {
 		t.Errorf("the docker archive's image is %s, want the arm64 image's config %s", cfgName, wantCfg)
 	}
@@ -279,14 +288,7 @@ func TestFilesAndDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := idx.Image(m.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := nthImage(t, idx, 0)
 	files := layerFiles(t, img)
 	if got := files["usr/local/bin/busybox"]; got.Data != "busybox binary" || got.Mode != 0o755 || got.UID != 0 {
 		t.Errorf("usr/local/bin/busybox: %+v, want the content, mode 0755, owned by root", got)

@@ -1,5 +1,5 @@
 // Upstream agent-sandbox's Go SDK (clients/go/sandbox of v1.0.1) as a test module: sdk_test.go
-// drives a cluster with it, and e2e/upstream_node_test.go runs that test on the real node against
+// drives a cluster with it, and e2e/upstream_test.go runs that test on the real node against
 // this repository's controller and router. A module of its own, so that the SDK never enters the
 // main module's go.mod. Written with
 //   go get sigs.k8s.io/agent-sandbox@v1.0.1 && go mod tidy

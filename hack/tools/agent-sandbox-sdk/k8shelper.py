@@ -1,7 +1,7 @@
 """Upstream agent-sandbox's Python SDK (clients/python/agentic-sandbox-client of v1.0.1, from the
 Go module cache) on its K8sHelper path, as SandboxClient.create_sandbox takes it, with the
 defaults that method declares: create a claim on a warm pool, wait until it is Ready, resolve the
-Sandbox's name, then delete the claim. e2e/upstream_node_test.go runs it on the real node against
+Sandbox's name, then delete the claim. e2e/upstream_test.go runs it on the real node against
 this repository's controller.
 
 Usage: python3 k8shelper.py SDK_DIR WARMPOOL   (KUBECONFIG names the cluster)

@@ -1,6 +1,6 @@
 // Package sdk is upstream agent-sandbox's Go SDK (clients/go/sandbox of the version go.mod
 // requires) used as its README and its sandboxd example client use it, against whatever cluster
-// KUBECONFIG names. e2e/upstream_node_test.go runs it on the real node against this repository's
+// KUBECONFIG names. e2e/upstream_test.go runs it on the real node against this repository's
 // controller and router (`make e2e-upstream-node`); it lives in a module of its own so that the
 // SDK and its dependencies never enter the main module's go.mod.
 package sdk
@@ -26,7 +26,7 @@ import (
 const warmPoolEnv = "SANDBOX_SDK_WARMPOOL"
 
 // StepPrefix starts each line that reports a step's latency on standard output, tab-separated:
-// the prefix, the step, the duration in milliseconds. e2e/upstream_node_test.go reads them into its table.
+// the prefix, the step, the duration in milliseconds. e2e/upstream_test.go reads them into its table.
 const StepPrefix = "sdk-step"
 
 // TestGoSDKSandboxd is upstream's sandboxd example client (examples/sandboxd-sandbox/client) as
