@@ -12,7 +12,7 @@ NODE_TOOLS := kubelet kube-proxy coredns local-path-provisioner kube-router
 CLUSTER_DIR := $(CURDIR)/.cluster
 NODES ?= 1
 
-.PHONY: e2e-node e2e-dataplane e2e-upstream bench-scale all build test test-under-load tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
+.PHONY: e2e-node e2e-dataplane e2e-upstream e2e-upstream-node bench-scale all build test test-under-load tools manifests chart golden bench fuzz lint example help cluster cluster-down images push release e2e e2e-kind
 
 all: lint build test ## Lint, build and test.
 
@@ -22,7 +22,7 @@ help: ## Show the targets.
 build: ## Build every binary into ./bin.
 	go build -o $(BIN)/ ./cmd/...
 
-tools: ## Build kube-apiserver, etcd, kustomize, controller-gen, helm, kube-controller-manager, kube-scheduler, kwok, registry, kubelet, kube-proxy, CoreDNS, local-path-provisioner and upstream's agent-sandbox-controller from Go modules (cached by hash); install the real node's Debian packages (containerd, runc, CNI plugins, busybox-static) when missing.
+tools: ## Build kube-apiserver, etcd, kustomize, controller-gen, helm, kube-controller-manager, kube-scheduler, kwok, registry, kubelet, kube-proxy, CoreDNS, local-path-provisioner, upstream's agent-sandbox-controller and sandboxd from Go modules (cached by hash); install the real node's Debian packages (containerd, runc, CNI plugins, busybox-static) when missing.
 	hack/tools.sh
 
 manifests: ## Regenerate deepcopy code, the CRDs in config/crd/bases and the RBAC of controller/ and webhook/ in config/rbac, and the chart's copies (make chart).
@@ -115,6 +115,8 @@ fuzz: ## Fuzz each target for FUZZTIME (a duration, default 10m, or a count like
 lint: ## gofmt and go vet; fails on any finding.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needs to run on:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	# The Go SDK's test module (hack/tools/agent-sandbox-sdk) is our code in a module of its own.
+	cd hack/tools/agent-sandbox-sdk && go vet ./...
 
 # What the images and the release say they were built from, read from git here so that
 # hack/dist never looks at a repository or a clock: the commit, its time (every timestamp in the
@@ -175,6 +177,19 @@ e2e-upstream: ## Upstream agent-sandbox v1.0.1's own e2e suite against this cont
 	hack/tools.sh agent-sandbox-e2e.test agent-sandbox-e2e-extensions.test
 	SANDBOX_UPSTREAM_E2E=$(BIN) SANDBOX_UPSTREAM_E2E_OUT=$(E2E_UPSTREAM_OUT) SANDBOX_UPSTREAM_E2E_RUN='$(RUN)' \
 	  go test -count=1 -timeout 90m -v -run '^TestUpstreamE2E$$' ./e2e/
+
+# What of upstream needs a process in the sandbox's Pod, on the real node: upstream's tests of
+# e2e/upstream's RealNode list (TestRunSandboxdSandbox), its Go SDK (hack/tools/agent-sandbox-sdk)
+# and its Python SDK's K8sHelper path, against the release running from its images. A target of
+# its own rather than a mode of e2e-upstream: that one runs the whole suite in minutes on kwok
+# without root; this one needs root and the one real node a machine may run at a time, and runs
+# only what kwok cannot.
+e2e-upstream-node: ## Upstream's sandboxd test (kubectl port-forward), its Go SDK and its Python SDK (K8sHelper) against the release on a real node, with upstream's sandboxd image built from make tools' sandboxd and busybox; prints each SDK step's latency (as root; about 5 min).
+	@for t in $(CLUSTER_TOOLS) $(NODE_TOOLS) sandboxd; do [ -e $(BIN)/$$t ] || { hack/tools.sh; break; }; done
+	hack/tools.sh agent-sandbox-e2e-extensions.test
+	@$(MAKE) --no-print-directory release VERSION=$(E2E_VERSION)
+	SANDBOX_REAL_NODE=1 SANDBOX_E2E_DIST=$(CURDIR)/dist SANDBOX_UPSTREAM_E2E=$(BIN) SANDBOX_UPSTREAM_E2E_OUT=$(E2E_UPSTREAM_OUT) \
+	  go test -count=1 -timeout 30m -v -run '^TestUpstreamRealNode$$' ./e2e/
 
 example: ## Render the example tree docs/example (what the README's first commands do).
 	go run ./cmd/sandbox-render render docs/example

@@ -129,6 +129,14 @@ func dataplaneCluster(t *testing.T, r *release, dir, server string, archives []s
 		}
 	}
 	k := newKube(t, c.Config)
+	installOnNode(t, ctx, k, r)
+	return k, stop
+}
+
+// installOnNode applies install.yaml and router.yaml as a user does and returns once the
+// controller and the router run from their images and the webhook's CA is in every CRD.
+func installOnNode(t *testing.T, ctx context.Context, k *kube, r *release) {
+	t.Helper()
 	k.apply(t, ctx, "install.yaml", installManager, r.install)
 	testenv.Eventually(t, timeout, "every CRD established", func() error { return crdsEstablished(ctx, k, r.install) })
 	applyRouter(t, ctx, k, r)
@@ -136,7 +144,6 @@ func dataplaneCluster(t *testing.T, r *release, dir, server string, archives []s
 		testenv.Eventually(t, 3*time.Minute, "Deployment "+d[1]+" available", func() error { return k.deploymentAvailable(ctx, d[0], d[1]) })
 	}
 	testenv.Eventually(t, timeout, "caBundle set", func() error { return caBundlesSet(ctx, k, r.install) })
-	return k, stop
 }
 
 // dataplaneObjects are the namespaces of the tables: a plain Pod and its Service in dp-other, a

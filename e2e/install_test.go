@@ -289,8 +289,13 @@ func claimsReady(ctx context.Context, k *kube, names []string) error {
 }
 
 func poolFull(ctx context.Context, k *kube, name string) error {
+	return poolFullIn(ctx, k, exampleNamespace, name)
+}
+
+// poolFullIn is nil once the pool ns/name has as many Ready members as it asks for.
+func poolFullIn(ctx context.Context, k *kube, ns, name string) error {
 	p := &extv1beta1.SandboxWarmPool{}
-	if err := k.c.Get(ctx, client.ObjectKey{Namespace: exampleNamespace, Name: name}, p); err != nil {
+	if err := k.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
 		return err
 	}
 	want := int32(1)

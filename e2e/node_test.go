@@ -62,10 +62,22 @@ func TestInstallRealNode(t *testing.T) {
 	}
 	archives = append(archives, v2)
 	ctx := context.Background()
-	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	c := startRealNodeCluster(t, filepath.Join(dir, "cluster"), archives)
+	t.Logf("%6.1fs  cluster with a real node Ready, %d images imported", time.Since(began).Seconds(), len(archives))
+	env := realNode{release: r}
+	testInstall(t, ctx, c.Config, r, env)
+	k := newKube(t, c.Config)
+	t.Run("the render image as Argo CD's sidecar runs it", func(t *testing.T) { checkRenderImage(t, ctx, k, r) })
+	t.Run("helm install, upgrade with a changed CRD, uninstall, install again", func(t *testing.T) { checkHelm(t, ctx, c, k, r) })
+}
+
+// startRealNodeCluster starts a cluster with the real node in dir, the image tarballs imported,
+// and stops it when the test ends.
+func startRealNodeCluster(t *testing.T, dir string, archives []string) *cluster.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(startCtx, cluster.Options{BinDir: testenv.BinDir(), Dir: filepath.Join(dir, "cluster"),
-		RealNode: true, Images: archives, Timeout: 5 * time.Minute})
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: testenv.BinDir(), Dir: dir, RealNode: true, Images: archives, Timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +86,7 @@ func TestInstallRealNode(t *testing.T) {
 			t.Errorf("stopping the cluster: %v", err)
 		}
 	})
-	t.Logf("%6.1fs  cluster with a real node Ready, %d images imported", time.Since(began).Seconds(), len(archives))
-	env := realNode{release: r}
-	testInstall(t, ctx, c.Config, r, env)
-	k := newKube(t, c.Config)
-	t.Run("the render image as Argo CD's sidecar runs it", func(t *testing.T) { checkRenderImage(t, ctx, k, r) })
-	t.Run("helm install, upgrade with a changed CRD, uninstall, install again", func(t *testing.T) { checkHelm(t, ctx, c, k, r) })
+	return c
 }
 
 // realNode is inCluster on a node whose Pods really run: the example's sandboxes run the test

@@ -12,6 +12,9 @@
 # version, tool agent-sandbox-controller, from hack/tools/agent-sandbox-controller) is a default tool:
 # `make bench-scale` runs it beside ours (SANDBOX_SCALE_CONTROLLERS). It has a wrapper of its own so
 # that its go.sum, and so its hash, is not the e2e binaries' (a change to one rebuilds only it).
+# Upstream's sandbox runtime daemon (packages/sandboxd/cmd/sandboxd of the same version, tool
+# sandboxd, from hack/tools/sandboxd) is a default tool too: `make e2e-upstream-node` builds
+# upstream's sandboxd image from it, with Debian's busybox as its shell, for the real node.
 #
 # Binaries are cached outside the clone, keyed by a hash of everything that goes into them (the
 # wrapper's go.mod and go.sum, the ldflags and the Go version), so a fresh clone on a machine that
@@ -53,6 +56,7 @@ declare -A pkg=(
   [agent-sandbox-e2e.test]=sigs.k8s.io/agent-sandbox/test/e2e
   [agent-sandbox-e2e-extensions.test]=sigs.k8s.io/agent-sandbox/test/e2e/extensions
   [agent-sandbox-controller]=sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller
+  [sandboxd]=sigs.k8s.io/agent-sandbox/packages/sandboxd/cmd/sandboxd
 )
 # The wrapper module of a tool, when it is not hack/tools/<tool>.
 declare -A wrapper=(
@@ -86,10 +90,12 @@ declare -A ldflags=(
   # As upstream's Makefile stamps its version (`agent-sandbox-controller --version`); no build date,
   # so that the binary depends on its inputs only.
   [agent-sandbox-controller]="-s -w -X sigs.k8s.io/agent-sandbox/internal/version.gitVersion=v1.0.1"
+  # As upstream's sandboxd Dockerfile stamps it (GIT_VERSION), without the build date.
+  [sandboxd]="-s -w -X sigs.k8s.io/agent-sandbox/internal/version.gitVersion=v1.0.1"
 )
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry kubelet kube-proxy coredns local-path-provisioner kube-router agent-sandbox-controller)
+[ ${#tools[@]} -gt 0 ] || tools=(kube-apiserver etcd kustomize controller-gen helm kube-controller-manager kube-scheduler kwok registry kubelet kube-proxy coredns local-path-provisioner kube-router agent-sandbox-controller sandboxd)
 
 # kwok's binary has no stages built in: kwokctl hands it its default ones (fake nodes become Ready
 # and keep a lease, Pods on them become Running and Ready with an IP, deletions complete) in a
@@ -115,15 +121,34 @@ node_packages() {
   command -v iptables >/dev/null || need+=(iptables)
   command -v ip >/dev/null || need+=(iproute2)
   command -v ipset >/dev/null || need+=(ipset)
-  [ ${#need[@]} -gt 0 ] || return 0
+  apt_install "the real node" "${need[@]}"
+}
+
+# apt_install FOR PACKAGE...: installs the Debian packages given (none: nothing to do) with
+# apt-get, as root; otherwise says what FOR needs and goes on.
+apt_install() {
+  local what=$1
+  shift
+  [ $# -gt 0 ] || return 0
   if [ "$(id -u)" != 0 ]; then
-    echo "tools: the real node needs ${need[*]} (Debian packages); install them as root" >&2
+    echo "tools: $what needs $* (Debian packages); install them as root" >&2
     return 0
   fi
-  echo "tools: installing ${need[*]} with apt-get"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  echo "tools: installing $* with apt-get"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 case " ${tools[*]} " in *" kubelet "*) node_packages ;; esac
+
+# Upstream's Python SDK, which `make e2e-upstream-node` runs from the module cache, needs the
+# Kubernetes client and prometheus_client: Debian's python3-kubernetes and
+# python3-prometheus-client (its pydantic 2 is the interpreter's; Debian 12 has only 1.x).
+sdk_packages() {
+  local need=()
+  [ -d /usr/lib/python3/dist-packages/kubernetes ] || need+=(python3-kubernetes)
+  [ -d /usr/lib/python3/dist-packages/prometheus_client ] || need+=(python3-prometheus-client)
+  apt_install "upstream's Python SDK" "${need[@]}"
+}
+case " ${tools[*]} " in *" sandboxd "*) sdk_packages ;; esac
 
 for tool in "${tools[@]}"; do
   [ -n "${pkg[$tool]:-}" ] || { echo "hack/tools.sh: unknown tool $tool" >&2; exit 2; }

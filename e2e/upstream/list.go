@@ -77,28 +77,50 @@ type Listed struct {
 // portForward is the line upstream's framework logs before it runs `kubectl port-forward`.
 const portForward = "starting port-forward"
 
-// noProcess is why a test that talks to a program in its Pod cannot run here.
+// noProcess is why a test that talks to a program in its Pod cannot run on kwok's fake nodes.
 const noProcess = "kwok Pods run no process"
+
+// offlineImage is why a test that needs a process in its Pod cannot run on the real node
+// either: the image it runs is built from a base image and packages that this machine cannot
+// reach.
+const offlineImage = "cannot be built offline (PyPI unreachable, no registry)"
+
+// onRealNode says where a listed test runs to its end instead.
+const onRealNode = "; runs to its end on the real node (make e2e-upstream-node)"
 
 // List is every test of the suite that cannot run on the local cluster (kwok's fake nodes: Pods
 // are scheduled and become Running and Ready, and run nothing). `make e2e-upstream` fails when a
 // test skips without being here, and when a test here passes.
 var List = []Listed{
 	{Package: "e2e", Test: "TestRunChromeSandbox", Handling: StopAt, Marker: portForward,
-		Reason: "waits for Chrome's debug port in the Pod through kubectl port-forward: " + noProcess},
+		Reason: "waits for Chrome's debug port in the Pod through kubectl port-forward: " + noProcess +
+			"; its image (chrome-sandbox, Chrome on a Debian base) " + offlineImage},
 
 	{Package: "extensions", Test: "TestChromeSandboxDensity", Handling: SkipsItself,
-		Reason: "a density benchmark (-run-perf-load-test) that execs into Chrome in each Pod: " + noProcess},
+		Reason: "a density benchmark (-run-perf-load-test) that execs into Chrome in each Pod: " + noProcess +
+			"; its image (chrome-sandbox) " + offlineImage},
 	{Package: "extensions", Test: "TestPythonSandboxDensity", Handling: SkipsItself,
-		Reason: "a density benchmark (-run-perf-load-test) that runs Python in each Pod: " + noProcess},
+		Reason: "a density benchmark (-run-perf-load-test) that runs Python in each Pod: " + noProcess +
+			"; its image (python-runtime-sandbox, pip packages on python:3.14-slim) " + offlineImage},
 	{Package: "extensions", Test: "TestRunPythonRuntimeSandbox", Handling: StopAt, Marker: portForward,
-		Reason: "sends requests to the Python runtime in the Pod through kubectl port-forward: " + noProcess},
+		Reason: "sends requests to the Python runtime in the Pod through kubectl port-forward: " + noProcess +
+			"; its image (python-runtime-sandbox, pip packages on python:3.14-slim) " + offlineImage},
 	{Package: "extensions", Test: "TestRunPythonRuntimeSandboxClaim", Handling: StopAt, Marker: portForward,
-		Reason: "sends requests to the Python runtime in the Pod through kubectl port-forward: " + noProcess},
+		Reason: "sends requests to the Python runtime in the Pod through kubectl port-forward: " + noProcess +
+			"; its image (python-runtime-sandbox, pip packages on python:3.14-slim) " + offlineImage},
 	{Package: "extensions", Test: "TestRunPythonRuntimeSandboxWarmpool", Handling: StopAt, Marker: portForward,
-		Reason: "sends requests to the Python runtime in the Pod through kubectl port-forward: " + noProcess},
+		Reason: "sends requests to the Python runtime in the Pod through kubectl port-forward: " + noProcess +
+			"; its image (python-runtime-sandbox, pip packages on python:3.14-slim) " + offlineImage},
 	{Package: "extensions", Test: "TestRunSandboxdSandbox", Handling: StopAt, Marker: portForward,
-		Reason: "sends requests to sandboxd in the Pod through kubectl port-forward: " + noProcess},
+		Reason: "sends requests to sandboxd in the Pod through kubectl port-forward: " + noProcess + onRealNode},
+}
+
+// RealNode are the tests of the suite that need a process in their Pod and can have one here:
+// `make e2e-upstream-node` runs each alone, to its end, on the real node, with the images of
+// RealNodeImages imported, and fails unless each passes.
+var RealNode = []Listed{
+	{Package: "extensions", Test: "TestRunSandboxdSandbox",
+		Reason: "sandboxd's REST filesystem and gRPC ProcessService in the Pod, through kubectl port-forward"},
 }
 
 // SkipPattern is the -test.skip pattern of pkg's run of the rest: its NotRun and StopAt tests

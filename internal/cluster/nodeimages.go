@@ -38,6 +38,11 @@ type NodeImage struct {
 	Links map[string]string
 	// User is who it runs as; empty means ociimage's non-root user.
 	User string
+	// Files are more static binaries in the image, path in the image to the path of the file
+	// on this machine (read when the image is built), as ociimage.Spec's Files.
+	Files map[string]string
+	// Dirs are directories in the image and the uid that owns them, as ociimage.Spec's.
+	Dirs map[string]int
 }
 
 // imageEpoch is every timestamp in the node's images: built again from the same binaries, they
@@ -55,6 +60,17 @@ func BuildImage(img NodeImage, path string) error {
 	if !ok || repo == "" || tag == "" {
 		return fmt.Errorf("image %q: want name:tag", img.Ref)
 	}
+	var extra map[string][]byte
+	for p, src := range img.Files {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("image %s: %w", img.Ref, err)
+		}
+		if extra == nil {
+			extra = map[string][]byte{}
+		}
+		extra[p] = b
+	}
 	platform := ociimage.Platform{Arch: runtime.GOARCH}
 	if platform.Arch == "arm64" {
 		platform.Variant = "v8"
@@ -62,7 +78,7 @@ func BuildImage(img NodeImage, path string) error {
 	idx, err := ociimage.Index(ociimage.Spec{
 		Name: filepath.Base(img.Binary), Binaries: map[ociimage.Platform][]byte{platform: bin},
 		Version: tag, Source: "local", Created: imageEpoch, Platforms: []ociimage.Platform{platform},
-		Links: img.Links, User: img.User,
+		Links: img.Links, User: img.User, Files: extra, Dirs: img.Dirs,
 	})
 	if err != nil {
 		return fmt.Errorf("image %s: %w", img.Ref, err)

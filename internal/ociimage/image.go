@@ -94,6 +94,15 @@ type Spec struct {
 	// User is who the entrypoint runs as; empty means the non-root user (UID, 65532:65532) the
 	// manifests' securityContexts name.
 	User string
+	// Files are more executables, slash-separated path in the image (no leading slash) to
+	// content, added after the binary with mode 0755: a program the binary runs, such as the
+	// busybox that gives upstream's sandboxd image the shell its ProcessService executes
+	// commands with.
+	Files map[string][]byte
+	// Dirs are directories, path in the image to the uid (and gid) that owns them, mode 0755,
+	// added after Files: a workspace the entrypoint writes as a user other than root, such as
+	// sandboxd's /workspace, which its image gives user 1000.
+	Dirs map[string]int
 }
 
 // Metadata are the labels of the image config, and the annotations of its manifests and index.
@@ -136,7 +145,7 @@ func Index(s Spec) (v1.ImageIndex, error) {
 }
 
 func image(s Spec, p Platform, bin []byte) (v1.Image, error) {
-	layerTar, err := rootfs(s.Name, bin, s.Links, s.Created)
+	layerTar, err := rootfs(s.Name, bin, s, s.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +176,7 @@ func image(s Spec, p Platform, bin []byte) (v1.Image, error) {
 		user = userSpec
 	}
 	pathEnv := "PATH=" + BinDir
-	if len(s.Links) > 0 {
+	if len(s.Links) > 0 || len(s.Files) > 0 {
 		pathEnv += ":/bin"
 	}
 	cfg.Config = v1.Config{
@@ -186,9 +195,11 @@ func image(s Spec, p Platform, bin []byte) (v1.Image, error) {
 
 // rootfs is the image's one layer: directories, /etc/passwd, /etc/group, the user's home, and
 // the binary, in this fixed order, owned by root (the home by the user), with fixed modes and
-// every mtime at created. No shell, no libc, no CA bundle: the binaries talk only to the API
-// server (whose CA the ServiceAccount mounts) and to Pods.
-func rootfs(name string, bin []byte, links map[string]string, created time.Time) ([]byte, error) {
+// every mtime at created; then the Spec's Files, Dirs and Links, each sorted by path, so that a
+// Spec without them has the layer it had before they existed (the same digests). No shell, no
+// libc, no CA bundle unless Files adds one: the binaries talk only to the API server (whose CA
+// the ServiceAccount mounts) and to Pods.
+func rootfs(name string, bin []byte, s Spec, created time.Time) ([]byte, error) {
 	type entry struct {
 		name   string
 		mode   int64
@@ -210,18 +221,47 @@ func rootfs(name string, bin []byte, links map[string]string, created time.Time)
 		{name: "usr/local/bin/" + name, mode: 0o755, data: bin},
 	}
 	dirs := map[string]bool{}
+	taken := map[string]bool{}
 	for _, e := range entries {
 		dirs[e.name] = e.isDir
+		taken[strings.TrimSuffix(e.name, "/")] = true
 	}
-	for _, link := range slices.Sorted(maps.Keys(links)) {
-		if link == "" || strings.HasPrefix(link, "/") || path.Clean(link) != link {
-			return nil, fmt.Errorf("link %q: want a clean relative path", link)
+	// add appends e after its parent directory, which it creates when no entry has.
+	add := func(what, p string, e entry) error {
+		if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p {
+			return fmt.Errorf("%s %q: want a clean relative path", what, p)
 		}
-		if d := path.Dir(link); d != "." && !dirs[d+"/"] {
+		if taken[p] {
+			return fmt.Errorf("%s %q: the image already has that path", what, p)
+		}
+		if d := path.Dir(p); d != "." && !dirs[d+"/"] {
+			if taken[d] {
+				return fmt.Errorf("%s %q: %s is not a directory", what, p, d)
+			}
 			entries = append(entries, entry{name: d + "/", mode: 0o755, isDir: true})
-			dirs[d+"/"] = true
+			dirs[d+"/"], taken[d] = true, true
 		}
-		entries = append(entries, entry{name: link, mode: 0o777, target: links[link]})
+		entries = append(entries, e)
+		taken[p] = true
+		if e.isDir {
+			dirs[p+"/"] = true
+		}
+		return nil
+	}
+	for _, f := range slices.Sorted(maps.Keys(s.Files)) {
+		if err := add("file", f, entry{name: f, mode: 0o755, data: s.Files[f]}); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(s.Dirs)) {
+		if err := add("directory", d, entry{name: d + "/", mode: 0o755, uid: s.Dirs[d], isDir: true}); err != nil {
+			return nil, err
+		}
+	}
+	for _, link := range slices.Sorted(maps.Keys(s.Links)) {
+		if err := add("link", link, entry{name: link, mode: 0o777, target: s.Links[link]}); err != nil {
+			return nil, err
+		}
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -236,9 +276,10 @@ func rootfs(name string, bin []byte, links map[string]string, created time.Time)
 		if e.target != "" {
 			h.Typeflag, h.Size, h.Linkname = tar.TypeSymlink, 0, e.target
 		}
-		if e.uid == UID {
+		switch e.uid {
+		case UID:
 			h.Uname, h.Gname = User, User
-		} else {
+		case 0:
 			h.Uname, h.Gname = "root", "root"
 		}
 		if err := tw.WriteHeader(h); err != nil {

@@ -25,6 +25,23 @@ func spec() Spec {
 		Binaries: map[Platform][]byte{Platforms[0]: []byte("amd64 binary"), Platforms[1]: []byte("arm64 binary")}}
 }
 
+// nthImage is the image of the index's nth manifest.
+func nthImage(t *testing.T, idx v1.ImageIndex, n int) v1.Image {
+	t.Helper()
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) <= n {
+		t.Fatalf("the index has %d manifests, want a %dth", len(im.Manifests), n+1)
+	}
+	img, err := idx.Image(im.Manifests[n].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
 // entry is one file of a layer as a test reads it.
 type entry struct {
 	Mode     int64
@@ -223,19 +240,85 @@ func TestLayoutAndTarball(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := back.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	armImg, err := back.Image(im.Manifests[1].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantCfg, _ := armImg.ConfigName()
+	wantCfg, _ := nthImage(t, back, 1).ConfigName()
 	if cfgName != wantCfg {
 		t.Errorf("the docker archive's image is %s, want the arm64 image's config %s", cfgName, wantCfg)
 	}
 	if _, err := tarball.ImageFromPath(tarPath, nil); err != nil {
 		t.Errorf("crane push <tar> needs exactly one image in manifest.json: %v", err)
+	}
+}
+
+// TestDigestsKept: Files and Dirs came after images were built and imported; a Spec that uses
+// neither has the digests it had before them, so no image changes under a user or in
+// containerd's store. The digests were computed before Files and Dirs existed.
+func TestDigestsKept(t *testing.T) {
+	linked := spec()
+	linked.Platforms = []Platform{Platforms[0]}
+	linked.Links = map[string]string{"bin/sh": "/usr/local/bin/tool"}
+	linked.User = "0:0"
+	cases := map[string]struct {
+		spec Spec
+		want string
+	}{
+		"two platforms":         {spec(), "sha256:9df2edd4f80b0ac289bfc4bc66e5ce82c9bf5c96a359031990ec4dfd0c7788ab"},
+		"links and a root user": {linked, "sha256:9ce5a6e672b6ba5348bc62b16e1c3bdc5ead0a0aa168722815c1f46332658524"},
+	}
+	for name, tc := range cases {
+		idx, err := Index(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := Digest(idx); err != nil || got != tc.want {
+			t.Errorf("%s: digest %s (%v), want %s", name, got, err, tc.want)
+		}
+	}
+}
+
+// TestFilesAndDirs: extra executables and owned directories land in the layer after the binary,
+// with their parents, and PATH then names /bin; a path given twice, or one that is not clean, is
+// an error rather than a layer with two entries for one file.
+func TestFilesAndDirs(t *testing.T) {
+	s := spec()
+	s.Platforms = []Platform{Platforms[0]}
+	s.Files = map[string][]byte{"usr/local/bin/busybox": []byte("busybox binary")}
+	s.Dirs = map[string]int{"workspace": 1000}
+	s.Links = map[string]string{"bin/sh": "/usr/local/bin/busybox"}
+	idx, err := Index(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := nthImage(t, idx, 0)
+	files := layerFiles(t, img)
+	if got := files["usr/local/bin/busybox"]; got.Data != "busybox binary" || got.Mode != 0o755 || got.UID != 0 {
+		t.Errorf("usr/local/bin/busybox: %+v, want the content, mode 0755, owned by root", got)
+	}
+	if got, ok := files["workspace/"]; !ok || got.UID != 1000 || got.GID != 1000 || got.Mode != 0o755 {
+		t.Errorf("workspace/: %+v (present %v), want a directory owned by 1000:1000", got, ok)
+	}
+	if _, ok := files["bin/sh"]; !ok {
+		t.Errorf("the link bin/sh is missing")
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"PATH=" + BinDir + ":/bin"}, cfg.Config.Env); diff != "" {
+		t.Errorf("Env (-want +got):\n%s", diff)
+	}
+
+	bad := map[string]func(*Spec){
+		"a file over the binary":   func(s *Spec) { s.Files = map[string][]byte{"usr/local/bin/tool": nil} },
+		"a directory over a file":  func(s *Spec) { s.Dirs = map[string]int{"etc/passwd": 0} },
+		"a link over a file":       func(s *Spec) { s.Files = map[string][]byte{"bin/sh": nil}; s.Links = map[string]string{"bin/sh": "x"} },
+		"an absolute path":         func(s *Spec) { s.Files = map[string][]byte{"/bin/busybox": nil} },
+		"a path that is not clean": func(s *Spec) { s.Dirs = map[string]int{"work/../space": 0} },
+	}
+	for name, change := range bad {
+		s := spec()
+		change(&s)
+		if _, err := Index(s); err == nil {
+			t.Errorf("%s: Index succeeded, want an error", name)
+		}
 	}
 }
