@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/controller"
-	"github.com/sandbox-gitops/sandbox-gitops/render"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/poolwatch"
 )
 
 // rollingUpdate makes a pool RollingUpdate with the given bounds.
@@ -31,102 +30,27 @@ func rollingUpdate(maxSurge, maxUnavailable intstr.IntOrString) func(*extv1beta1
 	}
 }
 
-// poolWatch follows a pool's members as the API server orders their changes (a list, then a
-// watch from it), and keeps the fewest Ready members and the most members (on their way out
-// included) it saw in any state.
-type poolWatch struct {
-	mu       sync.Mutex
-	members  map[string]*agentsv1beta1.Sandbox
-	minReady int
-	maxAll   int
-}
-
-// watchPool follows the pool from now until the test ends. A watch the API server closes is
-// listed and watched again; each list is one state, not one per item.
-func watchPool(t *testing.T, ns, pool string) *poolWatch {
+// watchPool follows the pool's members from now until the test ends (testkit/poolwatch).
+func watchPool(t *testing.T, ns, pool string) *poolwatch.Watch {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &poolWatch{minReady: -1}
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hash := render.NameHash(pool)
-	member := func(sb *agentsv1beta1.Sandbox) bool {
-		ref := metav1.GetControllerOf(sb)
-		return sb.Labels[agentsv1beta1.SandboxWarmPoolLabel] == hash && ref != nil && ref.Kind == extv1beta1.SandboxWarmPoolKind && ref.Name == pool
-	}
-	list := func() (string, error) {
+	list := func(ctx context.Context) ([]agentsv1beta1.Sandbox, string, error) {
 		l := &agentsv1beta1.SandboxList{}
-		if err := wc.List(ctx, l, client.InNamespace(ns)); err != nil {
-			return "", err
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.members = map[string]*agentsv1beta1.Sandbox{}
-		for i := range l.Items {
-			if member(&l.Items[i]) {
-				w.members[l.Items[i].Name] = &l.Items[i]
-			}
-		}
-		w.observe()
-		return l.ResourceVersion, nil
+		err := wc.List(ctx, l, client.InNamespace(ns))
+		return l.Items, l.ResourceVersion, err
 	}
-	rv, err := list()
+	watchFrom := func(ctx context.Context, rv string) (watch.Interface, error) {
+		return wc.Watch(ctx, &agentsv1beta1.SandboxList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+	}
+	w, err := poolwatch.Start(context.Background(), pool, list, watchFrom)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			wi, err := wc.Watch(ctx, &agentsv1beta1.SandboxList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
-			if err == nil {
-				for ev := range wi.ResultChan() {
-					sb, ok := ev.Object.(*agentsv1beta1.Sandbox)
-					if !ok || ev.Type == watch.Bookmark {
-						continue
-					}
-					w.mu.Lock()
-					if ev.Type == watch.Deleted || !member(sb) {
-						delete(w.members, sb.Name)
-					} else {
-						w.members[sb.Name] = sb
-					}
-					w.observe()
-					w.mu.Unlock()
-				}
-				wi.Stop()
-			}
-			if ctx.Err() == nil {
-				if rv, err = list(); err != nil {
-					time.Sleep(100 * time.Millisecond)
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(w.Stop)
 	return w
-}
-
-// observe records the state after a change; w.mu is held.
-func (w *poolWatch) observe() {
-	ready := 0
-	for _, sb := range w.members {
-		if sb.DeletionTimestamp == nil && meta.IsStatusConditionTrue(sb.Status.Conditions, agentsv1beta1.ConditionReady) {
-			ready++
-		}
-	}
-	if w.minReady < 0 || ready < w.minReady {
-		w.minReady = ready
-	}
-	w.maxAll = max(w.maxAll, len(w.members))
-}
-
-func (w *poolWatch) record() (minReady, maxAll int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.minReady, w.maxAll
 }
 
 // changeTemplate updates a template's spec as a user would.
@@ -186,7 +110,7 @@ func TestPoolRollingUpdate(t *testing.T) {
 	})
 	// Let the last deletions' events arrive before reading the record.
 	time.Sleep(time.Second)
-	minReady, maxAll := w.record()
+	minReady, maxAll := w.Record()
 	if minReady < 3 {
 		t.Errorf("the pool went down to %d Ready members during the rollout; maxUnavailable 0 keeps 3", minReady)
 	}
@@ -255,7 +179,7 @@ func TestPoolRollingUpdateNeverReady(t *testing.T) {
 	if len(updated) != 1 || ready != 2 {
 		t.Errorf("%d new members (%v), %d Ready; want the one surge member and the 2 old ones Ready", len(updated), updated, ready)
 	}
-	if minReady, maxAll := w.record(); minReady < 2 || maxAll > 3 {
+	if minReady, maxAll := w.Record(); minReady < 2 || maxAll > 3 {
 		t.Errorf("Ready members went down to %d (want 2), members up to %d (want 3)", minReady, maxAll)
 	}
 	if !meta.IsStatusConditionTrue(pool.Status.Conditions, extv1beta1.SandboxWarmPoolAvailable) {

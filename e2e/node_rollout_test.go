@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandbox-gitops/sandbox-gitops/render"
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/gitopshealth"
+	"github.com/sandbox-gitops/sandbox-gitops/testkit/poolwatch"
 	"github.com/sandbox-gitops/sandbox-gitops/testkit/testenv"
 )
 
@@ -330,111 +331,36 @@ func containerImage(sb *unstructured.Unstructured) string {
 	return image
 }
 
-// memberWatch follows a pool's members in the order the API server saw their changes (a list,
-// then a watch from it, listed again when the API server closes it), and keeps the fewest Ready
-// members and the most members (on their way out included) of any state.
-type memberWatch struct {
-	mu       sync.Mutex
-	members  map[string]*unstructured.Unstructured
-	minReady int
-	maxAll   int
-}
-
+// watchMembers follows the pool's members from now until the test ends (testkit/poolwatch).
 func watchMembers(t *testing.T, ctx context.Context, k *kube, pool string) *memberWatch {
 	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
-	w := &memberWatch{minReady: -1}
-	hash := render.NameHash(pool)
-	member := func(sb *unstructured.Unstructured) bool {
-		ref := metav1.GetControllerOf(sb)
-		return sb.GetLabels()["agents.x-k8s.io/warm-pool-sandbox"] == hash && ref != nil && ref.Kind == "SandboxWarmPool" && ref.Name == pool
-	}
 	res := k.dyn.Resource(sandboxGVR).Namespace(rolloutNamespace)
-	list := func() (string, error) {
-		l, err := res.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return "", err
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.members = map[string]*unstructured.Unstructured{}
-		for i := range l.Items {
-			if member(&l.Items[i]) {
-				w.members[l.Items[i].GetName()] = &l.Items[i]
-			}
-		}
-		w.observe()
-		return l.GetResourceVersion(), nil
+	list := func(ctx context.Context) ([]agentsv1beta1.Sandbox, string, error) {
+		l := &agentsv1beta1.SandboxList{}
+		err := k.c.List(ctx, l, client.InNamespace(rolloutNamespace))
+		return l.Items, l.ResourceVersion, err
 	}
-	rv, err := list()
+	watchFrom := func(ctx context.Context, rv string) (watch.Interface, error) {
+		return res.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	}
+	w, err := poolwatch.Start(ctx, pool, list, watchFrom)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			wi, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-			if err == nil {
-				for ev := range wi.ResultChan() {
-					sb, ok := ev.Object.(*unstructured.Unstructured)
-					if !ok || ev.Type == watch.Bookmark || ev.Type == watch.Error {
-						continue
-					}
-					w.mu.Lock()
-					if ev.Type == watch.Deleted || !member(sb) {
-						delete(w.members, sb.GetName())
-					} else {
-						w.members[sb.GetName()] = sb
-					}
-					w.observe()
-					w.mu.Unlock()
-				}
-				wi.Stop()
-			}
-			if ctx.Err() == nil {
-				if rv, err = list(); err != nil {
-					time.Sleep(100 * time.Millisecond)
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return w
+	t.Cleanup(w.Stop)
+	return &memberWatch{w}
 }
 
-func memberReady(sb *unstructured.Unstructured) bool {
-	status, _, _ := condition(sb, "Ready")
-	return sb.GetDeletionTimestamp() == nil && status == "True"
-}
+// memberWatch is a pool's watch with the questions the rollout checks ask of its members.
+type memberWatch struct{ *poolwatch.Watch }
 
-// observe records the state after a change; w.mu is held.
-func (w *memberWatch) observe() {
-	ready := 0
-	for _, sb := range w.members {
-		if memberReady(sb) {
-			ready++
-		}
-	}
-	if w.minReady < 0 || ready < w.minReady {
-		w.minReady = ready
-	}
-	w.maxAll = max(w.maxAll, len(w.members))
-}
-
-func (w *memberWatch) record() (minReady, maxAll int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.minReady, w.maxAll
-}
+func (w *memberWatch) record() (minReady, maxAll int) { return w.Record() }
 
 // onImage counts the Ready members that run image.
 func (w *memberWatch) onImage(image string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	n := 0
-	for _, sb := range w.members {
-		if memberReady(sb) && containerImage(sb) == image {
+	for _, sb := range w.Members() {
+		if poolwatch.Ready(sb) && sb.Spec.PodTemplate.Spec.Containers[0].Image == image {
 			n++
 		}
 	}
@@ -443,16 +369,15 @@ func (w *memberWatch) onImage(image string) int {
 
 // allOn is nil once the pool has exactly n members, all Ready and running image.
 func (w *memberWatch) allOn(image string, n int) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	members := w.Members()
 	var errs []error
-	for name, sb := range w.members {
-		if img := containerImage(sb); img != image || !memberReady(sb) {
-			errs = append(errs, fmt.Errorf("member %s runs %s, Ready %v", name, img, memberReady(sb)))
+	for _, sb := range members {
+		if img := sb.Spec.PodTemplate.Spec.Containers[0].Image; img != image || !poolwatch.Ready(sb) {
+			errs = append(errs, fmt.Errorf("member %s runs %s, Ready %v", sb.Name, img, poolwatch.Ready(sb)))
 		}
 	}
-	if len(w.members) != n {
-		errs = append(errs, fmt.Errorf("%d members, want %d", len(w.members), n))
+	if len(members) != n {
+		errs = append(errs, fmt.Errorf("%d members, want %d", len(members), n))
 	}
 	return errors.Join(errs...)
 }

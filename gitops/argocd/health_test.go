@@ -49,43 +49,50 @@ func expectedPath(fixture string) string {
 	return strings.TrimSuffix(fixture, ".yaml") + ".expected.yaml"
 }
 
-// TestHealth runs every health script against its fixtures and compares with the golden
-// {status, message}; -update rewrites the goldens.
-func TestHealth(t *testing.T) {
+// eachFixture calls f with every check's script and each of its fixtures, named "<dir>/<case>".
+func eachFixture(t *testing.T, f func(c check, script, name, fixture string)) {
+	t.Helper()
 	for _, c := range checks {
 		script, err := os.ReadFile(c.script)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, fixture := range fixtures(t, c.dir) {
-			name := c.dir + "/" + strings.TrimSuffix(filepath.Base(fixture), ".yaml")
-			t.Run(name, func(t *testing.T) {
-				obj := testenv.ReadObject(t, fixture)
-				if gk := obj.GroupVersionKind().GroupKind(); gk != (schema.GroupKind{Group: c.group, Kind: c.kind}) {
-					t.Fatalf("fixture is a %s, want %s.%s", gk, c.kind, c.group)
-				}
-				got, err := gitopshealth.ArgoCD(string(script), obj.Object)
-				if err != nil {
-					t.Fatalf("%s: %v", c.script, err)
-				}
-				if *update {
-					writeExpected(t, expectedPath(fixture), got)
-					return
-				}
-				var want gitopshealth.ArgoCDStatus
-				data, err := os.ReadFile(expectedPath(fixture))
-				if err != nil {
-					t.Fatalf("%v (run with -update to create it)", err)
-				}
-				if err := yaml.UnmarshalStrict(data, &want); err != nil {
-					t.Fatalf("%s: %v", expectedPath(fixture), err)
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("%s on %s: -want +got:\n%s", c.script, fixture, diff)
-				}
-			})
+			f(c, string(script), c.dir+"/"+strings.TrimSuffix(filepath.Base(fixture), ".yaml"), fixture)
 		}
 	}
+}
+
+// TestHealth runs every health script against its fixtures and compares with the golden
+// {status, message}; -update rewrites the goldens.
+func TestHealth(t *testing.T) {
+	eachFixture(t, func(c check, script, name, fixture string) {
+		t.Run(name, func(t *testing.T) {
+			obj := testenv.ReadObject(t, fixture)
+			if gk := obj.GroupVersionKind().GroupKind(); gk != (schema.GroupKind{Group: c.group, Kind: c.kind}) {
+				t.Fatalf("fixture is a %s, want %s.%s", gk, c.kind, c.group)
+			}
+			got, err := gitopshealth.ArgoCD(script, obj.Object)
+			if err != nil {
+				t.Fatalf("%s: %v", c.script, err)
+			}
+			if *update {
+				writeExpected(t, expectedPath(fixture), got)
+				return
+			}
+			var want gitopshealth.ArgoCDStatus
+			data, err := os.ReadFile(expectedPath(fixture))
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if err := yaml.UnmarshalStrict(data, &want); err != nil {
+				t.Fatalf("%s: %v", expectedPath(fixture), err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s on %s: -want +got:\n%s", c.script, fixture, diff)
+			}
+		})
+	})
 }
 
 // writeExpected writes a golden with status before message, the order people read them in.
@@ -260,23 +267,16 @@ var recordedVerdicts = map[string]string{
 // names exactly the recorded fixtures.
 func TestRecordedVerdicts(t *testing.T) {
 	got := map[string]string{}
-	for _, c := range checks {
-		script, err := os.ReadFile(c.script)
+	eachFixture(t, func(c check, script, name, fixture string) {
+		if !strings.HasPrefix(filepath.Base(fixture), "recorded-") {
+			return
+		}
+		hs, err := gitopshealth.ArgoCD(script, testenv.ReadObject(t, fixture).Object)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s on %s: %v", c.script, fixture, err)
 		}
-		for _, fixture := range fixtures(t, c.dir) {
-			name := c.dir + "/" + strings.TrimSuffix(filepath.Base(fixture), ".yaml")
-			if !strings.HasPrefix(filepath.Base(fixture), "recorded-") {
-				continue
-			}
-			hs, err := gitopshealth.ArgoCD(string(script), testenv.ReadObject(t, fixture).Object)
-			if err != nil {
-				t.Fatalf("%s on %s: %v", c.script, fixture, err)
-			}
-			got[name] = hs.Status
-		}
-	}
+		got[name] = hs.Status
+	})
 	if diff := cmp.Diff(recordedVerdicts, got); diff != "" {
 		t.Errorf("verdicts on the recorded fixtures (-want +got):\n%s", diff)
 	}
