@@ -6,7 +6,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -145,7 +144,7 @@ func (r *ClaimReconciler) claimedSandbox(ctx context.Context, claim *extv1beta1.
 		return nil, err
 	}
 	owner := keyOf(extv1beta1.SandboxClaimKind, claim.Namespace, claim.Name)
-	if sb := controlledBy(list.Items, claim); sb != nil {
+	if sb := render.ClaimedSandbox(claim, list.Items); sb != nil {
 		r.x.expect.release(owner) // the cache has it now
 		// And it shows the adoption, which moved the member past the version it was adopted on:
 		// that write is settled. Nothing else would settle it, since an adopted member leaves its
@@ -156,7 +155,7 @@ func (r *ClaimReconciler) claimedSandbox(ctx context.Context, claim *extv1beta1.
 	if name, ok := r.x.expect.acquired(owner, claim.UID, agentsv1beta1.SandboxKind); ok {
 		sb := &agentsv1beta1.Sandbox{}
 		err := r.x.reader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: name}, sb)
-		if err == nil && metav1.IsControlledBy(sb, claim) && sb.DeletionTimestamp == nil {
+		if err == nil && render.ClaimControls(claim, sb) {
 			return sb, nil
 		}
 		if client.IgnoreNotFound(err) != nil {
@@ -171,7 +170,7 @@ func (r *ClaimReconciler) claimedSandbox(ctx context.Context, claim *extv1beta1.
 	if err := r.x.reader.List(ctx, list, client.InNamespace(claim.Namespace), client.MatchingLabels{extv1beta1.SandboxIDLabel: string(claim.UID)}); err != nil {
 		return nil, fmt.Errorf("looking up the Sandbox of claim %q: %w", claim.Name, err)
 	}
-	return controlledBy(list.Items, claim), nil
+	return render.ClaimedSandbox(claim, list.Items), nil
 }
 
 // named reads the Sandbox of the claim's name that render.ClaimNameToRead asks for (nil if
@@ -202,15 +201,6 @@ func (r *ClaimReconciler) named(ctx context.Context, claim *extv1beta1.SandboxCl
 		return nil, nil
 	}
 	return nil, fmt.Errorf("reading Sandbox %q for claim %q: %w", name, claim.Name, err)
-}
-
-func controlledBy(items []agentsv1beta1.Sandbox, claim *extv1beta1.SandboxClaim) *agentsv1beta1.Sandbox {
-	for i := range items {
-		if ref := metav1.GetControllerOfNoCopy(&items[i]); ref != nil && ref.UID == claim.UID && items[i].DeletionTimestamp == nil {
-			return &items[i]
-		}
-	}
-	return nil
 }
 
 // resolve reads the claim's pool and template from the cache (render.ResolveClaim decides,

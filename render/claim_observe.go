@@ -3,8 +3,10 @@ package render
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
@@ -44,4 +46,22 @@ func Offerable(w *PendingWrite, resourceVersion string, holder types.UID) (offer
 		return false, false
 	}
 	return true, w.From != ""
+}
+
+// ClaimControls reports whether sb is the claim's Sandbox: the claim is its controller (by UID,
+// so a claim deleted and made again under the same name does not inherit it) and it is not on
+// its way out.
+func ClaimControls(claim *extv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox) bool {
+	return metav1.IsControlledBy(sb, claim) && sb.DeletionTimestamp == nil
+}
+
+// ClaimedSandbox is the claim's Sandbox among items (the Sandboxes labeled with the claim's UID),
+// nil if none is (ClaimControls).
+func ClaimedSandbox(claim *extv1beta1.SandboxClaim, items []agentsv1beta1.Sandbox) *agentsv1beta1.Sandbox {
+	for i := range items {
+		if ClaimControls(claim, &items[i]) {
+			return &items[i]
+		}
+	}
+	return nil
 }

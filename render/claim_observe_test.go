@@ -7,7 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
+	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/extensions/v1beta1"
 )
 
@@ -53,6 +55,38 @@ func TestOfferable(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			offer, settled := Offerable(tc.w, tc.rv, types.UID(tc.holder))
 			if diff := cmp.Diff(tc.want, result{offer, settled}); diff != "" {
+				t.Errorf("-want +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClaimedSandbox(t *testing.T) {
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "claim-uid"}}
+	owned := func(name string, uid types.UID, deleting bool) agentsv1beta1.Sandbox {
+		sb := agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: name,
+			OwnerReferences: []metav1.OwnerReference{{Kind: "SandboxClaim", Name: "c", UID: uid, Controller: ptr.To(true)}}}}
+		if deleting {
+			sb.DeletionTimestamp = ptr.To(metav1.Now())
+		}
+		return sb
+	}
+	cases := map[string]struct {
+		items []agentsv1beta1.Sandbox
+		want  string
+	}{
+		"None":                 {nil, ""},
+		"Controlled":           {[]agentsv1beta1.Sandbox{owned("a", "claim-uid", false)}, "a"},
+		"AnEarlierClaimOfName": {[]agentsv1beta1.Sandbox{owned("a", "old-uid", false)}, ""},
+		"OnItsWayOut":          {[]agentsv1beta1.Sandbox{owned("a", "claim-uid", true), owned("b", "claim-uid", false)}, "b"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ""
+			if sb := ClaimedSandbox(claim, tc.items); sb != nil {
+				got = sb.Name
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("-want +got:\n%s", diff)
 			}
 		})
