@@ -200,15 +200,7 @@ func image(s Spec, p Platform, bin []byte) (v1.Image, error) {
 // libc, no CA bundle unless Files adds one: the binaries talk only to the API server (whose CA
 // the ServiceAccount mounts) and to Pods.
 func rootfs(name string, bin []byte, s Spec, created time.Time) ([]byte, error) {
-	type entry struct {
-		name   string
-		mode   int64
-		uid    int
-		data   []byte
-		isDir  bool
-		target string // a symbolic link's
-	}
-	entries := []entry{
+	l := newLayout([]layerEntry{
 		{name: "etc/", mode: 0o755, isDir: true},
 		{name: "etc/group", mode: 0o644, data: []byte(group)},
 		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
@@ -219,50 +211,78 @@ func rootfs(name string, bin []byte, s Spec, created time.Time) ([]byte, error) 
 		{name: "usr/local/bin/", mode: 0o755, isDir: true},
 		// Readable and executable by every user: the Argo CD sidecar runs it as user 999.
 		{name: "usr/local/bin/" + name, mode: 0o755, data: bin},
-	}
-	dirs := map[string]bool{}
-	taken := map[string]bool{}
-	for _, e := range entries {
-		dirs[e.name] = e.isDir
-		taken[strings.TrimSuffix(e.name, "/")] = true
-	}
-	// add appends e after its parent directory, which it creates when no entry has.
-	add := func(what, p string, e entry) error {
-		if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p {
-			return fmt.Errorf("%s %q: want a clean relative path", what, p)
-		}
-		if taken[p] {
-			return fmt.Errorf("%s %q: the image already has that path", what, p)
-		}
-		if d := path.Dir(p); d != "." && !dirs[d+"/"] {
-			if taken[d] {
-				return fmt.Errorf("%s %q: %s is not a directory", what, p, d)
-			}
-			entries = append(entries, entry{name: d + "/", mode: 0o755, isDir: true})
-			dirs[d+"/"], taken[d] = true, true
-		}
-		entries = append(entries, e)
-		taken[p] = true
-		if e.isDir {
-			dirs[p+"/"] = true
-		}
-		return nil
-	}
+	})
 	for _, f := range slices.Sorted(maps.Keys(s.Files)) {
-		if err := add("file", f, entry{name: f, mode: 0o755, data: s.Files[f]}); err != nil {
+		if err := l.add("file", f, layerEntry{name: f, mode: 0o755, data: s.Files[f]}); err != nil {
 			return nil, err
 		}
 	}
 	for _, d := range slices.Sorted(maps.Keys(s.Dirs)) {
-		if err := add("directory", d, entry{name: d + "/", mode: 0o755, uid: s.Dirs[d], isDir: true}); err != nil {
+		if err := l.add("directory", d, layerEntry{name: d + "/", mode: 0o755, uid: s.Dirs[d], isDir: true}); err != nil {
 			return nil, err
 		}
 	}
 	for _, link := range slices.Sorted(maps.Keys(s.Links)) {
-		if err := add("link", link, entry{name: link, mode: 0o777, target: s.Links[link]}); err != nil {
+		if err := l.add("link", link, layerEntry{name: link, mode: 0o777, target: s.Links[link]}); err != nil {
 			return nil, err
 		}
 	}
+	return writeLayer(l.entries, created)
+}
+
+// layerEntry is one file, directory or symbolic link of the layer.
+type layerEntry struct {
+	name   string
+	mode   int64
+	uid    int
+	data   []byte
+	isDir  bool
+	target string // a symbolic link's
+}
+
+// rootLayout is the layer's entries in order, with the paths taken and which of them are
+// directories.
+type rootLayout struct {
+	entries []layerEntry
+	dirs    map[string]bool
+	taken   map[string]bool
+}
+
+func newLayout(entries []layerEntry) *rootLayout {
+	l := &rootLayout{entries: entries, dirs: map[string]bool{}, taken: map[string]bool{}}
+	for _, e := range entries {
+		l.dirs[e.name] = e.isDir
+		l.taken[strings.TrimSuffix(e.name, "/")] = true
+	}
+	return l
+}
+
+// add appends e (a what at path p) after its parent directory, which it creates when no entry
+// has; a path that is not clean and relative, or that the layer has already, is an error.
+func (l *rootLayout) add(what, p string, e layerEntry) error {
+	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p {
+		return fmt.Errorf("%s %q: want a clean relative path", what, p)
+	}
+	if l.taken[p] {
+		return fmt.Errorf("%s %q: the image already has that path", what, p)
+	}
+	if d := path.Dir(p); d != "." && !l.dirs[d+"/"] {
+		if l.taken[d] {
+			return fmt.Errorf("%s %q: %s is not a directory", what, p, d)
+		}
+		l.entries = append(l.entries, layerEntry{name: d + "/", mode: 0o755, isDir: true})
+		l.dirs[d+"/"], l.taken[d] = true, true
+	}
+	l.entries = append(l.entries, e)
+	l.taken[p] = true
+	if e.isDir {
+		l.dirs[p+"/"] = true
+	}
+	return nil
+}
+
+// writeLayer is the tar of entries in order, every mtime at created.
+func writeLayer(entries []layerEntry, created time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {

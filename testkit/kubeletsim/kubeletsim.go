@@ -187,20 +187,7 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		if pod.Status.Phase == corev1.PodPending && len(pod.Status.ContainerStatuses) > 0 {
 			return nil
 		}
-		p.Status.Phase = corev1.PodPending
-		var names []string
-		for _, c := range pod.Spec.Containers {
-			names = append(names, c.Name)
-			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-				Name: c.Name, Image: c.Image,
-				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-					Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}},
-			})
-		}
-		unready := fmt.Sprintf("containers with unready status: [%s]", strings.Join(names, " "))
-		setCondition(p, corev1.PodInitialized, corev1.ConditionTrue, "", "")
-		setCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", unready)
-		setCondition(p, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", unready)
+		pullBackOff(p)
 	case Succeed, Fail:
 		p.Status.Phase = corev1.PodSucceeded
 		if outcome == Fail {
@@ -221,6 +208,25 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 	}
 	_, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})
 	return ignoreGone(err)
+}
+
+// pullBackOff reports p as a kubelet does a Pod whose images cannot be pulled: Pending, each
+// container waiting in ImagePullBackOff with the kubelet's message, and not Ready.
+func pullBackOff(p *corev1.Pod) {
+	p.Status.Phase = corev1.PodPending
+	var names []string
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+				Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}},
+		})
+	}
+	unready := fmt.Sprintf("containers with unready status: [%s]", strings.Join(names, " "))
+	setCondition(p, corev1.PodInitialized, corev1.ConditionTrue, "", "")
+	setCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", unready)
+	setCondition(p, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", unready)
 }
 
 func hasCondition(p *corev1.Pod, t corev1.PodConditionType, s corev1.ConditionStatus) bool {
