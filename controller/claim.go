@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -86,6 +87,28 @@ func (p *claimPass) withStatus(st *extv1beta1.SandboxClaimStatus) client.Object 
 	u := p.claim.DeepCopy()
 	u.Status = *st
 	return u
+}
+
+// echoNeedsNoPass says whether the echo of this pass's status write needs no pass. The claim's
+// Sandbox, when the pass wrote it (created, adopted, updated or deleted), brings one with its own
+// events: it is the claim's, and controllerOfKind maps them back. With nothing written, render
+// decides on the claim as the write left it, the API server's answer (render.EchoNeedsNoPass).
+func (p *claimPass) echoNeedsNoPass(plan *render.ClaimPlan, wrote []render.Step, updated client.Object) bool {
+	claim, ok := updated.(*extv1beta1.SandboxClaim)
+	if !ok {
+		return false
+	}
+	if len(wrote) > 0 {
+		for _, s := range wrote {
+			if s.Kind != agentsv1beta1.SandboxKind {
+				return false
+			}
+		}
+		return claim.Generation == p.claim.Generation && maps.Equal(claim.Labels, p.claim.Labels) && maps.Equal(claim.Annotations, p.claim.Annotations)
+	}
+	next := *p
+	next.claim = claim
+	return render.EchoNeedsNoPass(&next.plan().Plan, plan.RequeueAfter.Duration)
 }
 
 func (p *claimPass) statusWritten(plan *render.ClaimPlan) {

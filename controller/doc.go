@@ -11,7 +11,9 @@
 //     claim may be offered given the writes still in flight (render.Offerable); whether what
 //     the process knows can be trusted for a claim created while it runs
 //     (render.ClaimCreatedWhileRunning); what a refused write means (render.RefusedOnMerits:
-//     the object's status says why; render.StatusWriteDropped: the next event brings a pass).
+//     the object's status says why; render.StatusWriteDropped: the next event brings a pass);
+//     whether the watch event of a pass's own status write needs a pass of its own
+//     (render.EchoNeedsNoPass, asked of a plan made on the object the write left).
 //   - About time, here, in one place: policy (policy.go) decides when background writes wait
 //     behind foreground ones, when a pass comes back, and how long the cache may lag behind a
 //     write; every constant is there, with the measurement that chose it, tested without an API
@@ -25,5 +27,6 @@
 //
 // Writes are only sent when they change something: an intent equal to what the field manager
 // already owns is not applied, and a status equal to the stored one is not written, so a
-// converged cluster costs no writes at all.
+// converged cluster costs no writes at all. Nor are passes run that could only find what the
+// pass before them wrote: the echo of a status write that render says needs no pass is let go.
 package controller

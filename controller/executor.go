@@ -9,7 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sandbox-gitops/sandbox-gitops/internal/parallel"
@@ -93,11 +95,13 @@ func run[S any, P planned[S]](ctx context.Context, x *executor, obj client.Objec
 	p := plan.Pass()
 	settle := p.SettleAfterWrites.Duration > 0 && len(wrote) > 0
 	if p.WriteStatus && !settle {
-		sent, err := x.writeStatus(ctx, obj, k.withStatus(p.Status), p.StatusPrecondition)
+		updated := k.withStatus(p.Status)
+		sent, err := x.writeStatus(ctx, obj, updated, p.StatusPrecondition)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if sent {
+			awaitEcho(x, obj, updated, k, plan, wrote)
 			k.statusWritten(plan)
 			x.events.record(obj, p.StatusEvents...)
 		}
@@ -388,6 +392,39 @@ func (x *executor) writeStatus(ctx context.Context, obj, updated client.Object, 
 	}
 	x.expect.wroteOn(key, objectKey{}, "", obj.GetResourceVersion())
 	return true, nil
+}
+
+// echoPlanner is a kind's pass that can tell whether the watch event of its status write (its
+// echo) needs a pass: wrote are the steps that wrote before it, updated the object as the write
+// left it (the API server's answer).
+type echoPlanner[P any] interface {
+	echoNeedsNoPass(plan P, wrote []render.Step, updated client.Object) bool
+}
+
+// awaitEcho records the echo of the status write just sent on obj as one that needs no pass,
+// when the pass's kind says so and nothing is written after the status (upstream's annotations
+// would be the event's change, not the status). Only this write's echo is let go: it must take
+// obj from the version the pass read to the version the write made (expectations.echoed).
+func awaitEcho[S any, P planned[S]](x *executor, obj, updated client.Object, k kindPass[S, P], plan P, wrote []render.Step) {
+	e, ok := k.(echoPlanner[P])
+	if !ok || len(plan.Pass().After) > 0 || updated.GetResourceVersion() == obj.GetResourceVersion() ||
+		!e.echoNeedsNoPass(plan, wrote, updated) {
+		return
+	}
+	x.expect.awaitEcho(keyOf(kindOf(obj), obj.GetNamespace(), obj.GetName()), obj.GetResourceVersion(), updated.GetResourceVersion())
+}
+
+// echoes filters a kind's own watch: the update that is the echo of a status write awaitEcho
+// recorded brings no pass.
+func (x *executor) echoes(kind string) predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o := e.ObjectNew
+		if x.expect.echoed(keyOf(kind, o.GetNamespace(), o.GetName()), e.ObjectOld.GetResourceVersion(), o.GetResourceVersion()) {
+			echoesLetGo.WithLabelValues(kind).Inc()
+			return false
+		}
+		return true
+	}}
 }
 
 // firstReady reports whether obj's status turns Ready with this write for the first time this

@@ -157,6 +157,44 @@ func TestExpectations(t *testing.T) {
 			},
 			want: []any{true, false, 0},
 		},
+		"a status write's echo let go once": {
+			reason: "the update from the version the pass read to the one its write made brings no pass, once",
+			do: func(e *expectations) []any {
+				e.awaitEcho(sb, "5", "6")
+				return []any{e.echoed(sb, "5", "6"), e.echoed(sb, "5", "6"), len(e.echoes)}
+			},
+			want: []any{true, false, 0},
+		},
+		"an echo that is not the write's": {
+			reason: "an update from another version (someone's change between) or to another brings its pass, and the echo stays awaited",
+			do: func(e *expectations) []any {
+				e.awaitEcho(sb, "5", "6")
+				return []any{e.echoed(sb, "4", "6"), e.echoed(sb, "5", "7"), e.echoed(member, "5", "6"), e.echoed(sb, "5", "6")}
+			},
+			want: []any{false, false, false, true},
+		},
+		"a pass before the echo wants it": {
+			reason: "a pass that begins on the version the write started from may leave to the echo what it could not decide; one on the written version or a later one has seen it all",
+			do: func(e *expectations) []any {
+				e.awaitEcho(sb, "5", "6")
+				e.passBegins(member, "5") // another object's pass
+				e.passBegins(sb, "6")     // the cache shows the write already
+				e.passBegins(sb, "7")     // and someone's change after it
+				kept := len(e.echoes)
+				e.passBegins(sb, "5")
+				return []any{kept, e.echoed(sb, "5", "6"), len(e.echoes)}
+			},
+			want: []any{1, false, 0},
+		},
+		"an object gone forgets its echo": {
+			reason: "an echo that never comes (the object deleted) is not kept",
+			do: func(e *expectations) []any {
+				e.awaitEcho(sb, "5", "6")
+				e.forget(sb)
+				return []any{len(e.echoes)}
+			},
+			want: []any{0},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

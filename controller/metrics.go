@@ -24,8 +24,15 @@ var claimReadySeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: []float64{0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60},
 }, []string{"launch_type"})
 
+// echoesLetGo counts the watch events of the controller's own status writes that brought no pass
+// (see expectations.awaitEcho), by kind: the passes saved.
+var echoesLetGo = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sandbox_gitops_status_echoes_let_go_total",
+	Help: "Watch events of the controller's own status writes that needed no pass, by kind.",
+}, []string{"kind"})
+
 func init() {
-	metrics.Registry.MustRegister(sandboxReadySeconds, claimReadySeconds)
+	metrics.Registry.MustRegister(sandboxReadySeconds, claimReadySeconds, echoesLetGo)
 }
 
 func observeClaimReady(launch string, d time.Duration) {

@@ -44,6 +44,7 @@ func begin(ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Re
 		x.expect.forget(key)
 		return nil, nil
 	}
+	x.expect.passBegins(key, obj.GetResourceVersion())
 	pc := &passContext{now: x.clock()}
 	x.expect.started(pc.now)
 	var err error
@@ -93,12 +94,13 @@ func getCached(ctx context.Context, c client.Reader, ns, name string, obj client
 }
 
 // controllerFor starts the controller every rendering reconciler has: its name, its kind, its
-// logs, its workers, a watch of the SandboxRenders that govern its objects (list lists them),
+// logs, its workers, its objects' events less the echoes of its own status writes that need no
+// pass (executor.echoes), a watch of the SandboxRenders that govern its objects (list lists them),
 // and the gate's wake-ups of its held passes.
 func controllerFor(mgr ctrl.Manager, x *executor, name string, obj client.Object, group, kind string, workers int, list func() client.ObjectList) *builder.TypedBuilder[reconcile.Request] {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(obj).
+		For(obj, builder.WithPredicates(x.echoes(kind))).
 		WithLogConstructor(reconcileLogs(mgr.GetLogger(), name, group, kind)).
 		Watches(governs(mgr.GetClient(), list)).
 		WatchesRawSource(x.gate.source(kind)).

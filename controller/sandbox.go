@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -91,6 +92,25 @@ func (p *sandboxPass) statusWritten(plan *render.SandboxPlan) {
 	if p.x.firstReady(p.sb, was, meta.IsStatusConditionTrue(plan.Status.Conditions, agentsv1beta1.ConditionReady)) {
 		observeReady(p.x.clock().Sub(p.sb.CreationTimestamp.Time))
 	}
+}
+
+// echoNeedsNoPass says whether the echo of this pass's status write needs no pass. The
+// Sandbox's children it wrote each bring one with their own events (each is the Sandbox's:
+// sandboxOfChild maps them back). With none written, render decides on the Sandbox as the write
+// left it, the API server's answer, which holds whatever else changed meanwhile
+// (render.EchoNeedsNoPass).
+func (p *sandboxPass) echoNeedsNoPass(plan *render.SandboxPlan, wrote []render.Step, updated client.Object) bool {
+	sb, ok := updated.(*agentsv1beta1.Sandbox)
+	if !ok {
+		return false
+	}
+	if len(wrote) > 0 {
+		// Unless the write found the Sandbox itself changed by someone since the pass read it.
+		return sb.Generation == p.sb.Generation && maps.Equal(sb.Labels, p.sb.Labels) && maps.Equal(sb.Annotations, p.sb.Annotations)
+	}
+	next := *p
+	next.sb = sb
+	return render.EchoNeedsNoPass(&next.plan().Plan, plan.RequeueAfter.Duration)
 }
 
 // observe reads a Sandbox's children from the cache, and from the API server the Pod
