@@ -230,6 +230,8 @@ type claimResult struct {
 	queues string
 	// claimPasses and sandboxPasses are the claim and Sandbox reconcilers' passes in the window.
 	claimPasses, sandboxPasses float64
+	// claimEchoes and sandboxEchoes are the echoes of their status writes that brought no pass.
+	claimEchoes, sandboxEchoes float64
 	// timeline is the second-by-second report of the burst (SANDBOX_SCALE_TIMELINE).
 	timeline string
 	// mode is the run's: floor, controller (ours) or upstream.
@@ -280,6 +282,10 @@ func (r claimResult) report(b *testing.B, prefix string) {
 		// A warm claim touches two Sandboxes: the member it adopts and the refill's new one.
 		b.ReportMetric(r.claimPasses/float64(r.n), prefix+"claim-passes/claim")
 		b.ReportMetric(r.sandboxPasses/float64(r.n+r.created), prefix+"sandbox-passes/sandbox")
+		if r.mode != modeUpstream {
+			b.ReportMetric(r.claimEchoes/float64(r.n), prefix+"claim-echoes-let-go/claim")
+			b.ReportMetric(r.sandboxEchoes/float64(r.n+r.created), prefix+"sandbox-echoes-let-go/sandbox")
+		}
 	}
 	b.ReportMetric(r.cpu["kube-apiserver"].Seconds(), prefix+"s-cpu-apiserver")
 	b.ReportMetric(r.cpu["etcd"].Seconds(), prefix+"s-cpu-etcd")
@@ -405,6 +411,7 @@ func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario, mode string) 
 		}
 		r.queues = after.queueTimes(passesBefore)
 		r.claimPasses, r.sandboxPasses = after.passes(passesBefore, "sandboxclaim"), after.passes(passesBefore, "sandbox")
+		r.claimEchoes, r.sandboxEchoes = after.echoes(passesBefore, "SandboxClaim"), after.echoes(passesBefore, "Sandbox")
 	}
 	ctl.stop()
 	offset := 0

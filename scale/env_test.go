@@ -215,6 +215,13 @@ func (p *controllerProc) reconcilerSums() (reconcilerSums, error) {
 	}
 	sums := reconcilerSums{}
 	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, echoesMetric+`{kind="`); ok {
+			if kind, v, ok := strings.Cut(rest, `"} `); ok {
+				n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				sums["echoes|"+kind] += n
+			}
+			continue
+		}
 		for _, m := range []string{"workqueue_queue_duration_seconds", "controller_runtime_reconcile_time_seconds"} {
 			for _, part := range []string{"_sum{", "_count{"} {
 				rest, ok := strings.CutPrefix(line, m+part)
@@ -237,6 +244,15 @@ func (p *controllerProc) reconcilerSums() (reconcilerSums, error) {
 		}
 	}
 	return sums, nil
+}
+
+// echoesMetric counts our controller's status echoes that brought no pass, by kind (upstream's
+// controller has none).
+const echoesMetric = "sandbox_gitops_status_echoes_let_go_total"
+
+// echoes is how many echoes of kind's status writes brought no pass between before and s.
+func (s reconcilerSums) echoes(before reconcilerSums, kind string) float64 {
+	return s["echoes|"+kind] - before["echoes|"+kind]
 }
 
 // passes is how many passes reconciler name made between before and s.
