@@ -54,7 +54,7 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return controllerFor(mgr, r.x, "sandboxclaim", &extv1beta1.SandboxClaim{}, extv1beta1.GroupVersion.Group, extv1beta1.SandboxClaimKind, r.workers,
 		func() client.ObjectList { return &extv1beta1.SandboxClaimList{} }).
-		Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(controllerOfKind(extv1beta1.SandboxClaimKind))).
+		Watches(&agentsv1beta1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(r.x.deferToPass(extv1beta1.SandboxClaimKind, controllerOfKind(extv1beta1.SandboxClaimKind)))).
 		Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(claimsOfPool(c)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(claimsOfTemplate(c))).
@@ -91,7 +91,8 @@ func (p *claimPass) withStatus(st *extv1beta1.SandboxClaimStatus) client.Object 
 
 // echoNeedsNoPass says whether the echo of this pass's status write needs no pass. The claim's
 // Sandbox, when the pass wrote it (created, adopted, updated or deleted), brings one with its own
-// events: it is the claim's, and controllerOfKind maps them back. With nothing written, render
+// events: it is the claim's, and controllerOfKind maps them back (an event that comes while the
+// echo is awaited is deferred to it, which then brings the pass). With nothing written, render
 // decides on the claim as the write left it, the API server's answer (render.EchoNeedsNoPass).
 func (p *claimPass) echoNeedsNoPass(plan *render.ClaimPlan, wrote []render.Step, updated client.Object) bool {
 	claim, ok := updated.(*extv1beta1.SandboxClaim)

@@ -21,12 +21,15 @@
 //   - The rest is the shell that holds state and does I/O: the reconcilers read the cache (and
 //     the API server where render says the cache may lag), the gate (gate.go) holds passes and
 //     events as the policy says, the expectations (expectations.go) remember this process's
-//     writes the cache does not show yet, and the executor (executor.go) sends a plan's steps on
+//     writes the cache does not show yet, the echo waits (echoes.go) decide which watch events
+//     of claims and Sandboxes need a pass, and the executor (executor.go) sends a plan's steps on
 //     their preconditions, plans again after a conflict that asks for it, writes the status and
 //     records the events.
 //
 // Writes are only sent when they change something: an intent equal to what the field manager
 // already owns is not applied, and a status equal to the stored one is not written, so a
 // converged cluster costs no writes at all. Nor are passes run that could only find what the
-// pass before them wrote: the echo of a status write that render says needs no pass is let go.
+// pass before them wrote: the echo of a status write that render says needs no pass is let go,
+// and the events of a claim's Sandbox or a Sandbox's children that come while its pass runs or
+// its echo is awaited are left to what brings its next pass anyway.
 package controller

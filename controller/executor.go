@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -32,6 +33,8 @@ type executor struct {
 	applies *applyTransport
 	events  *eventSink
 	expect  *expectations
+	// echo decides which watch events of claims and Sandboxes bring a pass (see echoWaits).
+	echo *echoWaits
 	// gate holds background passes behind foreground ones (render.Plan.Background).
 	gate *gate
 	// now is the clock; time.Now when nil. Time enters render only as this value.
@@ -404,14 +407,14 @@ type echoPlanner[P any] interface {
 // awaitEcho records the echo of the status write just sent on obj as one that needs no pass,
 // when the pass's kind says so and nothing is written after the status (upstream's annotations
 // would be the event's change, not the status). Only this write's echo is let go: it must take
-// obj from the version the pass read to the version the write made (expectations.echoed).
+// obj from the version the pass read to the version the write made (echoWaits.echoed).
 func awaitEcho[S any, P planned[S]](x *executor, obj, updated client.Object, k kindPass[S, P], plan P, wrote []render.Step) {
 	e, ok := k.(echoPlanner[P])
 	if !ok || len(plan.Pass().After) > 0 || updated.GetResourceVersion() == obj.GetResourceVersion() ||
 		!e.echoNeedsNoPass(plan, wrote, updated) {
 		return
 	}
-	x.expect.awaitEcho(keyOf(kindOf(obj), obj.GetNamespace(), obj.GetName()), obj.GetResourceVersion(), updated.GetResourceVersion())
+	x.echo.await(keyOf(kindOf(obj), obj.GetNamespace(), obj.GetName()), obj.GetResourceVersion(), updated.GetResourceVersion())
 }
 
 // echoes filters a kind's own watch: the update that is the echo of a status write awaitEcho
@@ -419,12 +422,31 @@ func awaitEcho[S any, P planned[S]](x *executor, obj, updated client.Object, k k
 func (x *executor) echoes(kind string) predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o := e.ObjectNew
-		if x.expect.echoed(keyOf(kind, o.GetNamespace(), o.GetName()), e.ObjectOld.GetResourceVersion(), o.GetResourceVersion()) {
+		if x.echo.echoed(keyOf(kind, o.GetNamespace(), o.GetName()), e.ObjectOld.GetResourceVersion(), o.GetResourceVersion()) {
 			echoesLetGo.WithLabelValues(kind).Inc()
 			return false
 		}
 		return true
 	}}
+}
+
+// deferToPass filters the events of other objects that map to objects of kind (a claim's
+// Sandbox, a Sandbox's children): one for an object whose pass is under way, or whose status
+// write's echo is awaited, brings no pass of its own; what comes next for that object anyway
+// reads it (echoWaits.deferred).
+func (x *executor) deferToPass(kind string, m handler.MapFunc) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		reqs := m(ctx, o)
+		kept := reqs[:0]
+		for _, r := range reqs {
+			if x.echo.deferred(keyOf(kind, r.Namespace, r.Name)) {
+				eventsDeferred.WithLabelValues(kind).Inc()
+				continue
+			}
+			kept = append(kept, r)
+		}
+		return kept
+	}
 }
 
 // firstReady reports whether obj's status turns Ready with this write for the first time this

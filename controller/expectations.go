@@ -38,8 +38,7 @@ func statusKey(k objectKey) objectKey { k.status = true; return k }
 //   - a write in flight on a resourceVersion, so that two workers do not send two of which one
 //     can only fail;
 //   - upstream's annotations applied to it, and the refusal last reported on it;
-//   - the UID it was first seen Ready with, so that latency metrics count a first Ready once;
-//   - the echo of a status write of its own pass that needs no pass (see awaitEcho).
+//   - the UID it was first seen Ready with, so that latency metrics count a first Ready once.
 //
 // And, for the whole process, since when it has reconciled (the first pass): an object created
 // after that can hold only what this process wrote.
@@ -53,8 +52,6 @@ type expectations struct {
 	// marked are the records with a write on a version or a write in flight: the few that decide
 	// which of a pool's members a claim may be offered (current).
 	marked map[objectKey]struct{}
-	// echoes are the status writes whose watch events need no pass, by object (see awaitEcho).
-	echoes map[objectKey]echo
 	adds   int
 	// since is when this process started reconciling (see started), set once.
 	since atomic.Pointer[time.Time]
@@ -79,13 +76,8 @@ type record struct {
 	reported string
 }
 
-// echo is a status write by its object's own pass, from the resourceVersion the pass read to the
-// one the write made.
-type echo struct{ from, to string }
-
 func newExpectations(p policy) *expectations {
-	return &expectations{p: p, records: map[objectKey]*record{}, owned: map[objectKey]map[objectKey]struct{}{}, marked: map[objectKey]struct{}{},
-		echoes: map[objectKey]echo{}}
+	return &expectations{p: p, records: map[objectKey]*record{}, owned: map[objectKey]map[objectKey]struct{}{}, marked: map[objectKey]struct{}{}}
 }
 
 // started returns since when this process reconciles, setting it on the first call: the
@@ -451,7 +443,6 @@ func (e *expectations) forget(obj objectKey) {
 	delete(e.records, statusKey(obj))
 	delete(e.marked, obj)
 	delete(e.marked, statusKey(obj))
-	delete(e.echoes, obj)
 	for k := range e.owned[obj] {
 		if r := e.records[k]; r != nil && r.owner == obj {
 			r.created, r.deleted = time.Time{}, time.Time{}
@@ -463,47 +454,4 @@ func (e *expectations) forget(obj objectKey) {
 		}
 	}
 	delete(e.owned, obj)
-}
-
-// awaitEcho records that obj's pass wrote its status, taking it from resourceVersion from to to,
-// and that a pass on what that write leaves would do nothing (render.EchoNeedsNoPass): the
-// write's watch event (its echo) then needs no pass of its own. The pass's other events still
-// bring theirs.
-func (e *expectations) awaitEcho(obj objectKey, from, to string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.echoes[obj] = echo{from: from, to: to}
-}
-
-// echoed reports whether an update of obj from resourceVersion from to to is the echo awaitEcho
-// recorded, and forgets it if so. Both versions must match: the cache then held exactly what
-// the writing pass read, and shows now exactly what it wrote, so no change of anyone else's
-// hides in the event.
-func (e *expectations) echoed(obj objectKey, from, to string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if w, ok := e.echoes[obj]; !ok || w.from != from || w.to != to {
-		return false
-	}
-	delete(e.echoes, obj)
-	return true
-}
-
-// passBegins forgets an echo of obj awaited when a pass begins on obj as cached at resourceVersion
-// rv, the version the write started from: that pass reads the object without the write, and may
-// leave to the echo what it cannot decide on it (a status write not sent on a stale cache), so
-// the echo brings a pass again. A pass that reads the written version, or a later one, has seen
-// everything the echo would show.
-func (e *expectations) passBegins(obj objectKey, rv string) {
-	e.mu.RLock()
-	w, ok := e.echoes[obj]
-	e.mu.RUnlock()
-	if !ok || w.from != rv {
-		return // every pass asks: most find nothing, under the read lock
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if w, ok := e.echoes[obj]; ok && w.from == rv {
-		delete(e.echoes, obj)
-	}
 }

@@ -9,10 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	agentsv1beta1 "github.com/sandbox-gitops/sandbox-gitops/api/agents/v1beta1"
 )
 
 // TestExpectations: what the controller remembers of its writes until the cache shows them, and
@@ -161,44 +157,6 @@ func TestExpectations(t *testing.T) {
 			},
 			want: []any{true, false, 0},
 		},
-		"a status write's echo let go once": {
-			reason: "the update from the version the pass read to the one its write made brings no pass, once",
-			do: func(e *expectations) []any {
-				e.awaitEcho(sb, "5", "6")
-				return []any{e.echoed(sb, "5", "6"), e.echoed(sb, "5", "6"), len(e.echoes)}
-			},
-			want: []any{true, false, 0},
-		},
-		"an echo that is not the write's": {
-			reason: "an update from another version (someone's change between) or to another brings its pass, and the echo stays awaited",
-			do: func(e *expectations) []any {
-				e.awaitEcho(sb, "5", "6")
-				return []any{e.echoed(sb, "4", "6"), e.echoed(sb, "5", "7"), e.echoed(member, "5", "6"), e.echoed(sb, "5", "6")}
-			},
-			want: []any{false, false, false, true},
-		},
-		"a pass before the echo wants it": {
-			reason: "a pass that begins on the version the write started from may leave to the echo what it could not decide; one on the written version or a later one has seen it all",
-			do: func(e *expectations) []any {
-				e.awaitEcho(sb, "5", "6")
-				e.passBegins(member, "5") // another object's pass
-				e.passBegins(sb, "6")     // the cache shows the write already
-				e.passBegins(sb, "7")     // and someone's change after it
-				kept := len(e.echoes)
-				e.passBegins(sb, "5")
-				return []any{kept, e.echoed(sb, "5", "6"), len(e.echoes)}
-			},
-			want: []any{1, false, 0},
-		},
-		"an object gone forgets its echo": {
-			reason: "an echo that never comes (the object deleted) is not kept",
-			do: func(e *expectations) []any {
-				e.awaitEcho(sb, "5", "6")
-				e.forget(sb)
-				return []any{len(e.echoes)}
-			},
-			want: []any{0},
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -230,47 +188,5 @@ func TestExpectationsPrune(t *testing.T) {
 	}
 	if n := len(e.owned[sb]); n != len(e.records) {
 		t.Errorf("%d records indexed by their owner, %d kept", n, len(e.records))
-	}
-}
-
-// TestEchoFilter: a kind's own watch drops exactly the update awaitEcho recorded, once, and
-// counts it; every other event of the object, or of another, brings its pass.
-func TestEchoFilter(t *testing.T) {
-	sb := func(name, rv string) *agentsv1beta1.Sandbox {
-		return &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-	}
-	update := func(name, from, to string) event.UpdateEvent {
-		return event.UpdateEvent{ObjectOld: sb(name, from), ObjectNew: sb(name, to)}
-	}
-	x := &executor{expect: newExpectations(newPolicy(0))}
-	x.expect.awaitEcho(keyOf(agentsv1beta1.SandboxKind, "ns", "a"), "5", "6")
-	filter := x.echoes(agentsv1beta1.SandboxKind)
-	letGo := func() float64 { // as the controller's /metrics serves it
-		families, err := metrics.Registry.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range families {
-			for _, m := range f.GetMetric() {
-				if f.GetName() == "sandbox_gitops_status_echoes_let_go_total" && len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == agentsv1beta1.SandboxKind {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-		return 0
-	}
-	before := letGo()
-	got := []bool{
-		filter.Update(update("b", "5", "6")), // another Sandbox
-		filter.Update(update("a", "4", "6")), // someone's change before ours hides in it
-		filter.Create(event.CreateEvent{Object: sb("a", "6")}),
-		filter.Update(update("a", "5", "6")), // the echo
-		filter.Update(update("a", "5", "6")), // once only
-	}
-	if diff := cmp.Diff([]bool{true, true, true, false, true}, got); diff != "" {
-		t.Errorf("events that bring a pass (-want +got):\n%s", diff)
-	}
-	if n := letGo() - before; n != 1 {
-		t.Errorf("echoes let go counted %v, want 1", n)
 	}
 }

@@ -25,14 +25,22 @@ var claimReadySeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 }, []string{"launch_type"})
 
 // echoesLetGo counts the watch events of the controller's own status writes that brought no pass
-// (see expectations.awaitEcho), by kind: the passes saved.
+// (see echoWaits.await), by kind: the passes saved.
 var echoesLetGo = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "sandbox_gitops_status_echoes_let_go_total",
 	Help: "Watch events of the controller's own status writes that needed no pass, by kind.",
 }, []string{"kind"})
 
+// eventsDeferred counts the events of other objects (a claim's Sandbox, a Sandbox's children)
+// left to the pass under way or the awaited echo of the object they map to (see
+// echoWaits.deferred), by that object's kind.
+var eventsDeferred = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sandbox_gitops_events_deferred_total",
+	Help: "Watch events of other objects left to the pass under way, or to the awaited status echo, of the claim or Sandbox they map to, by kind.",
+}, []string{"kind"})
+
 func init() {
-	metrics.Registry.MustRegister(sandboxReadySeconds, claimReadySeconds, echoesLetGo)
+	metrics.Registry.MustRegister(sandboxReadySeconds, claimReadySeconds, echoesLetGo, eventsDeferred)
 }
 
 func observeClaimReady(launch string, d time.Duration) {

@@ -44,7 +44,6 @@ func begin(ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Re
 		x.expect.forget(key)
 		return nil, nil
 	}
-	x.expect.passBegins(key, obj.GetResourceVersion())
 	pc := &passContext{now: x.clock()}
 	x.expect.started(pc.now)
 	var err error
@@ -59,6 +58,20 @@ func begin(ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Re
 // (patient, nil for the others: a pool that keeps its reserve) is held by the gate before it
 // observes anything, for as long as the gate stays closed.
 func reconcileWith[O client.Object, S any, P planned[S]](ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Request, obj O,
+	observe func(context.Context, O, *passContext) (kindPass[S, P], error), patient func(context.Context, O) bool) (res ctrl.Result, err error) {
+	key := keyOf(kindOf(obj), req.Namespace, req.Name)
+	x.echo.passStarts(key)
+	defer func() { // even when the pass panics: the events deferred to it must bring a pass
+		if x.echo.passEnds(key) && err == nil && (res.RequeueAfter <= 0 || res.RequeueAfter > deferredRetry) {
+			// An event deferred to this pass (executor.deferToPass) may have come after it read.
+			res.RequeueAfter = deferredRetry
+		}
+	}()
+	return runPass(ctx, x, configs, req, obj, observe, patient)
+}
+
+// runPass is reconcileWith's pass, between passStarts and passEnds.
+func runPass[O client.Object, S any, P planned[S]](ctx context.Context, x *executor, configs *renderConfigs, req ctrl.Request, obj O,
 	observe func(context.Context, O, *passContext) (kindPass[S, P], error), patient func(context.Context, O) bool) (ctrl.Result, error) {
 	pc, err := begin(ctx, x, configs, req, obj)
 	if pc == nil || err != nil {

@@ -46,6 +46,11 @@ const (
 	// at 1,000 Sandboxes created together, 874 passes would otherwise have read a Service whose
 	// event came after its Pod's; the event nearly always comes first.
 	awaitCacheRetry = time.Second
+	// deferredRetry is how soon a pass that events were deferred to (executor.deferToPass) runs
+	// again when no echo of its own brings the next: at once, as the events would have brought
+	// it, but through the queue's delay, since a requeue without one goes through its rate
+	// limiter (10 a second past a burst of 100).
+	deferredRetry = time.Millisecond
 	// maxReplans bounds the plans of one pass: each follows a conflict (a lost adoption race, an
 	// object in the way of a create) read and planned with; past it the pass fails and is
 	// retried. A burst of 50 claims on one pool needed at most 3 before claims were ranked.

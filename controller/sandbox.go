@@ -38,7 +38,7 @@ type SandboxReconciler struct {
 // SetupWithManager registers the reconciler: Sandboxes, their children's events mapped to them,
 // and the SandboxRenders that govern them.
 func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	toSandbox := handler.EnqueueRequestsFromMapFunc(sandboxOfChild)
+	toSandbox := handler.EnqueueRequestsFromMapFunc(r.x.deferToPass(agentsv1beta1.SandboxKind, sandboxOfChild))
 	return controllerFor(mgr, r.x, "sandbox", &agentsv1beta1.Sandbox{}, agentsv1beta1.GroupVersion.Group, agentsv1beta1.SandboxKind, r.workers,
 		func() client.ObjectList { return &agentsv1beta1.SandboxList{} }).
 		Watches(&corev1.Pod{}, toSandbox).
@@ -96,7 +96,8 @@ func (p *sandboxPass) statusWritten(plan *render.SandboxPlan) {
 
 // echoNeedsNoPass says whether the echo of this pass's status write needs no pass. The
 // Sandbox's children it wrote each bring one with their own events (each is the Sandbox's:
-// sandboxOfChild maps them back). With none written, render decides on the Sandbox as the write
+// sandboxOfChild maps them back; one that comes while the echo is awaited is deferred to it,
+// which then brings the pass). With none written, render decides on the Sandbox as the write
 // left it, the API server's answer, which holds whatever else changed meanwhile
 // (render.EchoNeedsNoPass).
 func (p *sandboxPass) echoNeedsNoPass(plan *render.SandboxPlan, wrote []render.Step, updated client.Object) bool {

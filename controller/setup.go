@@ -60,7 +60,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	x := &executor{client: mgr.GetClient(), reader: mgr.GetAPIReader(), applies: newApplyTransport(mgr),
-		events: events, expect: newExpectations(p), gate: g, now: opts.Now}
+		events: events, expect: newExpectations(p), echo: newEchoWaits(), gate: g, now: opts.Now}
 	configs := newRenderConfigs(mgr.GetClient(), opts.Render, opts.Upstream)
 	workers := func(n, def int) int {
 		if n > 0 {
