@@ -230,8 +230,10 @@ type claimResult struct {
 	queues string
 	// claimPasses and sandboxPasses are the claim and Sandbox reconcilers' passes in the window.
 	claimPasses, sandboxPasses float64
-	// claimEchoes and sandboxEchoes are the echoes of their status writes that brought no pass.
-	claimEchoes, sandboxEchoes float64
+	// claimEchoes and sandboxEchoes are the echoes of their status writes that brought no pass;
+	// claimDeferred and sandboxDeferred the events of their Sandboxes and children deferred to
+	// a pass under way or an awaited echo.
+	claimEchoes, sandboxEchoes, claimDeferred, sandboxDeferred float64
 	// timeline is the second-by-second report of the burst (SANDBOX_SCALE_TIMELINE).
 	timeline string
 	// mode is the run's: floor, controller (ours) or upstream.
@@ -285,6 +287,8 @@ func (r claimResult) report(b *testing.B, prefix string) {
 		if r.mode != modeUpstream {
 			b.ReportMetric(r.claimEchoes/float64(r.n), prefix+"claim-echoes-let-go/claim")
 			b.ReportMetric(r.sandboxEchoes/float64(r.n+r.created), prefix+"sandbox-echoes-let-go/sandbox")
+			b.ReportMetric(r.claimDeferred/float64(r.n), prefix+"claim-events-deferred/claim")
+			b.ReportMetric(r.sandboxDeferred/float64(r.n+r.created), prefix+"sandbox-events-deferred/sandbox")
 		}
 	}
 	b.ReportMetric(r.cpu["kube-apiserver"].Seconds(), prefix+"s-cpu-apiserver")
@@ -411,7 +415,8 @@ func (e *scaleEnv) claimRun(b *testing.B, p claimParams, scenario, mode string) 
 		}
 		r.queues = after.queueTimes(passesBefore)
 		r.claimPasses, r.sandboxPasses = after.passes(passesBefore, "sandboxclaim"), after.passes(passesBefore, "sandbox")
-		r.claimEchoes, r.sandboxEchoes = after.echoes(passesBefore, "SandboxClaim"), after.echoes(passesBefore, "Sandbox")
+		r.claimEchoes, r.sandboxEchoes = after.counted(passesBefore, echoesMetric, "SandboxClaim"), after.counted(passesBefore, echoesMetric, "Sandbox")
+		r.claimDeferred, r.sandboxDeferred = after.counted(passesBefore, deferredMetric, "SandboxClaim"), after.counted(passesBefore, deferredMetric, "Sandbox")
 	}
 	ctl.stop()
 	offset := 0

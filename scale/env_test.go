@@ -214,13 +214,16 @@ func (p *controllerProc) reconcilerSums() (reconcilerSums, error) {
 		return nil, err
 	}
 	sums := reconcilerSums{}
+lines:
 	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, echoesMetric+`{kind="`); ok {
-			if kind, v, ok := strings.Cut(rest, `"} `); ok {
-				n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				sums["echoes|"+kind] += n
+		for _, c := range byKind {
+			if rest, ok := strings.CutPrefix(line, c+`{kind="`); ok {
+				if kind, v, ok := strings.Cut(rest, `"} `); ok {
+					n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+					sums[c+"|"+kind] += n
+				}
+				continue lines
 			}
-			continue
 		}
 		for _, m := range []string{"workqueue_queue_duration_seconds", "controller_runtime_reconcile_time_seconds"} {
 			for _, part := range []string{"_sum{", "_count{"} {
@@ -246,13 +249,19 @@ func (p *controllerProc) reconcilerSums() (reconcilerSums, error) {
 	return sums, nil
 }
 
-// echoesMetric counts our controller's status echoes that brought no pass, by kind (upstream's
-// controller has none).
-const echoesMetric = "sandbox_gitops_status_echoes_let_go_total"
+// Our controller's counters of the passes it saved, by kind (upstream's controller has none):
+// the status echoes that brought no pass, and the events of other objects deferred to a pass
+// under way or to an awaited echo.
+const (
+	echoesMetric   = "sandbox_gitops_status_echoes_let_go_total"
+	deferredMetric = "sandbox_gitops_events_deferred_total"
+)
 
-// echoes is how many echoes of kind's status writes brought no pass between before and s.
-func (s reconcilerSums) echoes(before reconcilerSums, kind string) float64 {
-	return s["echoes|"+kind] - before["echoes|"+kind]
+var byKind = []string{echoesMetric, deferredMetric}
+
+// counted is how much counter (one of byKind) grew for kind between before and s.
+func (s reconcilerSums) counted(before reconcilerSums, counter, kind string) float64 {
+	return s[counter+"|"+kind] - before[counter+"|"+kind]
 }
 
 // passes is how many passes reconciler name made between before and s.
