@@ -53,15 +53,7 @@ func (w *echoWaits) passEnds(obj objectKey) (requeue bool) {
 	defer w.mu.Unlock()
 	deferred := w.running[obj]
 	delete(w.running, obj)
-	if !deferred {
-		return false
-	}
-	if e, ok := w.awaited[obj]; ok {
-		e.owed = true
-		w.awaited[obj] = e
-		return false
-	}
-	return true
+	return deferred && !w.owe(obj)
 }
 
 // deferred reports whether an event of another object that maps to obj is left to obj's pass
@@ -73,12 +65,17 @@ func (w *echoWaits) deferred(obj objectKey) bool {
 		w.running[obj] = true
 		return true
 	}
-	if e, ok := w.awaited[obj]; ok {
+	return w.owe(obj)
+}
+
+// owe makes obj's awaited echo, if there is one, bring a pass after all. w.mu is held.
+func (w *echoWaits) owe(obj objectKey) bool {
+	e, ok := w.awaited[obj]
+	if ok {
 		e.owed = true
 		w.awaited[obj] = e
-		return true
 	}
-	return false
+	return ok
 }
 
 // await records that obj's pass wrote its status, taking it from resourceVersion from to to,
